@@ -1,0 +1,12 @@
+"""mitmproxy entry point: ``mitmdump -s addon/fix.py``. All logic lives in the llmfix package."""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from llmfix.proxy import LLMFix  # noqa: E402
+
+addons = [LLMFix()]

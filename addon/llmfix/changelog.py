@@ -1,0 +1,50 @@
+"""Where changes are reported: one console line per change, one JSONL record per change.
+
+Records carry the flow's id, method, host and path (never header values), the dialect, profile and
+model, the mode, and the redacted before/after of the touched items (:meth:`Change.record`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from llmfix.changes import Change
+
+logger = logging.getLogger("llmfix")
+
+
+class JsonlLog:
+    """Appends one JSON object per line; safe to call from several threads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] = self.path.open("ab")
+        self._lock = threading.Lock()
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+        with self._lock:
+            self._file.write(data)
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def records(context: dict[str, Any], changes: tuple[Change, ...]) -> list[dict[str, Any]]:
+    now = time.time()
+    return [{"ts": round(now, 3), **context, **c.record()} for c in changes]
+
+
+def console(prefix: str, changes: tuple[Change, ...], client: Any = None) -> None:
+    extra = {"client": client} if client else None
+    for c in changes:
+        logger.info("%s %s", prefix, c.line(), extra=extra)

@@ -1,0 +1,138 @@
+"""One request through llmfix, with no mitmproxy objects: bytes in, an :class:`Outcome` out.
+
+decode → cheap pre-check → parse → repairs → serialize once. Pure apart from the memory it reads,
+safe to run in a worker thread. Bad input never raises: it comes back as ``Outcome.failed`` with the
+reason, and the proxy forwards the request unchanged.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mitmproxy.net import encoding
+
+from llmfix import render, repairs
+from llmfix.changes import Change
+from llmfix.conversation import BadBody, check_shape, loads, parse, serialize
+from llmfix.profiles import ProfileTable
+from llmfix.repairs.base import Context
+from llmfix.route import Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    mode: Literal["repair", "report", "off"] = "repair"
+    enabled: frozenset[str] = frozenset(repairs.NAMES)
+    max_body: int = 64 * 1024 * 1024
+    table: ProfileTable = field(default_factory=ProfileTable)
+    memory: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    dialect: Dialect
+    host: str
+    port: int | None
+    raw: bytes
+    content_encoding: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: Literal["untouched", "repaired", "failed"]
+    reason: str | None = None
+    changes: tuple[Change, ...] = ()
+    body: bytes | None = None  # the repaired body, decoded
+    wire: bytes | None = None  # the repaired body encoded as the request's Content-Encoding says
+    profile: str | None = None
+    model: str | None = None
+    before: tuple[str, ...] = ()  # rendered conversation lines, for the diff view
+    after: tuple[str, ...] = ()
+
+    @property
+    def repairs(self) -> list[str]:
+        return list(dict.fromkeys(c.repair for c in self.changes))
+
+
+def decode(raw: bytes, content_encoding: str | None) -> bytes:
+    """The body without its Content-Encoding; a truncated or corrupt body raises :class:`BadBody`."""
+    ce = (content_encoding or "").strip().lower()
+    if not ce or ce == "identity":
+        return raw
+    if ce in ("gzip", "x-gzip"):
+        d = zlib.decompressobj(47)  # gzip or zlib header, auto-detected
+        try:
+            out = d.decompress(raw) + d.flush()
+        except zlib.error as e:
+            raise BadBody(f"cannot decode Content-Encoding {ce!r}: {e}") from None
+        if not d.eof:
+            raise BadBody(f"cannot decode Content-Encoding {ce!r}: the compressed body is truncated")
+        return out
+    try:
+        out = encoding.decode(raw, ce)
+    except (ValueError, EOFError) as e:  # mitmproxy wraps unknown/stacked encodings in ValueError
+        raise BadBody(f"cannot decode Content-Encoding {ce!r}: {e}") from None
+    except Exception as e:  # the brotli/zstd bindings raise their own error types
+        raise BadBody(f"cannot decode Content-Encoding {ce!r}: {type(e).__name__}: {e}") from None
+    if not isinstance(out, bytes) or (raw and not out):
+        raise BadBody(f"cannot decode Content-Encoding {ce!r}: it yields no body")
+    return out
+
+
+PARSE_ALWAYS = 1024 * 1024
+"""Bodies up to this size are always parsed, so bad JSON gets its warning even when nothing could be repaired;
+larger ones only when a repair might apply (parsing 10 MB costs about as much as proxying it)."""
+
+
+def _framed_as_object(data: bytes) -> bool:
+    head = data[:64].lstrip()
+    tail = data[-64:].rstrip()
+    return head.startswith(b"{") and tail.endswith(b"}")
+
+
+def process(req: Request, settings: Settings) -> Outcome:
+    """Repair one request body; never raises for bad input (only for llmfix's own bugs)."""
+    if len(req.raw) > settings.max_body:
+        return Outcome("failed", f"body of {len(req.raw)} bytes exceeds llmfix_max_body={settings.max_body}")
+    try:
+        data = decode(req.raw, req.content_encoding)
+        if len(data) > settings.max_body:
+            return Outcome("failed", f"decoded body of {len(data)} bytes exceeds llmfix_max_body={settings.max_body}")
+        if not _framed_as_object(data):
+            return Outcome("failed", f"body is not a JSON object (starts with {data[:16]!r})")
+        table = settings.table
+        host_only = table.resolve(req.host, req.port, None)
+        todo = repairs.candidates(req.dialect, host_only.profile, data, settings.enabled)
+        if not todo and not table.models and len(data) > PARSE_ALWAYS:
+            return Outcome("untouched", profile=host_only.profile.name)
+        body = loads(data)
+        if not todo and not table.models:
+            check_shape(req.dialect, body)
+            return Outcome("untouched", profile=host_only.profile.name)
+        conv = parse(req.dialect, body)
+        if conv is None:
+            return Outcome("untouched", profile=host_only.profile.name)
+        resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
+        todo = repairs.candidates(req.dialect, resolved.profile, data, settings.enabled)
+        if not todo:
+            return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
+        ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory)
+        items, changes = repairs.run(conv.items, ctx, todo)
+    except BadBody as e:
+        return Outcome("failed", str(e))
+    if not changes:
+        return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
+    body = serialize(conv.with_items(items))
+    ce = (req.content_encoding or "").strip().lower()
+    return Outcome(
+        "repaired",
+        changes=tuple(changes),
+        body=body,
+        wire=encoding.encode(body, ce) if ce and ce != "identity" else body,
+        profile=resolved.profile.name,
+        model=conv.model,
+        before=tuple(render.lines(req.dialect, conv.items)),
+        after=tuple(render.lines(req.dialect, items)),
+    )

@@ -1,0 +1,70 @@
+"""Media parts in a form fit for logs: ``<image/png 1.2 KB sha256:1a2b3c4d>``, never the payload.
+
+A :class:`MediaRef` names one image, file or audio part by kind, MIME type, size and a short hash of
+its payload (the base64 text of a data URL, the URL itself, or the file id), so two parts with the
+same payload get the same name and a log can say which part went where without carrying it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True, slots=True)
+class MediaRef:
+    kind: str  # "image" | "file" | "audio" | "document"
+    mime: str | None
+    size: int | None  # decoded bytes, when known
+    digest: str  # first 8 hex digits of sha256 of the payload text
+    where: str = "inline"  # "inline" (data/base64) | "url" | "file_id"
+    host: str | None = None
+
+    def __str__(self) -> str:
+        mime = self.mime or self.kind
+        if self.where == "url":
+            return f"<{mime} url {self.host or '?'} sha256:{self.digest}>"
+        if self.where == "file_id":
+            return f"<{mime} file_id sha256:{self.digest}>"
+        return f"<{mime} {human_size(self.size)} sha256:{self.digest}>"
+
+
+def human_size(n: int | None) -> str:
+    if n is None:
+        return "? B"
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def base64_size(b64: str) -> int:
+    n = len(b64.strip())
+    pad = b64.count("=", max(0, n - 2))
+    return max(0, n * 3 // 4 - pad)
+
+
+def ref_for_url(url: str, kind: str = "image") -> MediaRef:
+    """Describe an image/file URL: a data URL by MIME and decoded size, an http(s) URL by host only."""
+    if url.startswith("data:"):
+        header, _, payload = url.partition(",")
+        meta = header[5:]
+        mime = meta.split(";", 1)[0] or None
+        size = base64_size(payload) if ";base64" in meta else len(payload)
+        return MediaRef(kind, mime, size, digest(payload))
+    host = urlsplit(url).hostname if "://" in url else None
+    return MediaRef(kind, None, None, digest(url), where="url", host=host)
+
+
+def ref_for_base64(data: str, mime: str | None, kind: str = "image") -> MediaRef:
+    return MediaRef(kind, mime, base64_size(data), digest(data))
+
+
+def ref_for_file_id(file_id: str, kind: str = "image") -> MediaRef:
+    return MediaRef(kind, None, None, digest(file_id), where="file_id")

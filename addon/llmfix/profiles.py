@@ -1,0 +1,186 @@
+"""Upstream profiles: what an upstream accepts, as flags that repairs read (never host names).
+
+A profile is chosen by the request's host (built-ins below; an unknown host gets ``spec``, the strict
+reading of the public OpenAI/Anthropic specs), then adjusted by the user's profiles file, by host and
+by model. The file is TOML::
+
+    [hosts."gateway.internal:8443"]     # host or host:port; glob patterns allowed
+    base = "xai"                        # start from a built-in profile
+    chat_tool_media = false             # then override any flag
+
+    [models."grok-code-*"]              # model id glob, applied after the host
+    input = ["text"]                    # input modalities, overriding the models.dev catalogue
+    responses_tool_output_array = false
+
+Evidence for each built-in flag is in ``../shared/reference/wire-formats.md`` (R1–R8).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from llmfix import catalogue
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    catalogue: str | None = None
+    """The models.dev provider id used to look up a model's input modalities."""
+    responses_tool_output_array: bool = True
+    """May a Responses ``function_call_output``/``custom_tool_call_output`` output be an array (R1, R2)."""
+    responses_image_requires_url: bool = False
+    """Must every Responses ``input_image`` carry an ``image_url`` (xAI: file_id only is rejected)."""
+    chat_tool_media: bool = False
+    """May a Chat ``role:"tool"`` message carry image/file/audio parts (R3, R4, R7)."""
+    chat_tool_text_array: bool = True
+    """May a Chat tool message's content be an array of text parts (R3) rather than only a string (R7)."""
+    anthropic_tool_result_media: bool = True
+    """May an Anthropic ``tool_result`` carry image blocks (Anthropic docs)."""
+
+
+FLAGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
+
+BUILTIN: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(name="spec"),
+        Profile(name="openai", catalogue="openai"),
+        Profile(
+            name="xai",
+            catalogue="xai",
+            responses_tool_output_array=False,
+            responses_image_requires_url=True,
+        ),
+        Profile(name="deepseek", catalogue="deepseek", chat_tool_text_array=False),
+        Profile(name="anthropic", catalogue="anthropic"),
+        Profile(name="openrouter", catalogue="openrouter"),
+    )
+}
+
+BUILTIN_HOSTS: tuple[tuple[str, str], ...] = (
+    ("api.openai.com", "openai"),
+    ("*.openai.azure.com", "openai"),
+    ("api.x.ai", "xai"),
+    ("api.anthropic.com", "anthropic"),
+    ("api.deepseek.com", "deepseek"),
+    ("openrouter.ai", "openrouter"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The profile for one request, and what its model takes (None: unknown, assume everything)."""
+
+    profile: Profile
+    modalities: frozenset[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Override:
+    pattern: str
+    base: str | None
+    flags: dict[str, bool]
+    modalities: frozenset[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileTable:
+    hosts: tuple[_Override, ...] = ()
+    models: tuple[_Override, ...] = ()
+    source: str | None = None
+    _cache: dict[tuple[str, int | None, str | None], Resolved] = field(default_factory=dict, compare=False)
+
+    def resolve(self, host: str, port: int | None, model: str | None) -> Resolved:
+        key = (host, port, model)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._resolve(host.lower(), port, model)
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    def _resolve(self, host: str, port: int | None, model: str | None) -> Resolved:
+        names = (f"{host}:{port}", host) if port is not None else (host,)
+        base = next((p for pat, p in BUILTIN_HOSTS if any(fnmatch.fnmatchcase(n, pat) for n in names)), "spec")
+        profile = BUILTIN[base]
+        modality_override: frozenset[str] | None = None
+        for o in self.hosts:
+            if any(fnmatch.fnmatchcase(n, o.pattern) for n in names):
+                profile = _apply(profile, o)
+                modality_override = o.modalities or modality_override
+        if model:
+            for o in self.models:
+                if fnmatch.fnmatchcase(model, o.pattern):
+                    profile = _apply(profile, o)
+                    modality_override = o.modalities or modality_override
+        modalities = modality_override or catalogue.input_modalities(model, profile.catalogue)
+        return Resolved(profile, modalities)
+
+
+def _apply(profile: Profile, o: _Override) -> Profile:
+    if o.base is not None:
+        profile = BUILTIN[o.base].model_copy(update={"name": o.base})
+    if o.flags:
+        profile = profile.model_copy(update={**o.flags, "name": f"{profile.name}+{o.pattern}"})
+    return profile
+
+
+def parse_table(data: dict[str, Any], source: str = "<config>") -> ProfileTable:
+    """Parse a profiles document; raises ValueError naming the bad entry."""
+    unknown = set(data) - {"hosts", "models"}
+    if unknown:
+        raise ValueError(f"{source}: unknown section(s) {sorted(unknown)}; expected [hosts.\"…\"] or [models.\"…\"]")
+    sections: dict[str, tuple[_Override, ...]] = {}
+    for section in ("hosts", "models"):
+        entries = data.get(section, {})
+        if not isinstance(entries, dict):
+            raise ValueError(f"{source}: [{section}] must be a table of tables")
+        sections[section] = tuple(_parse_override(section, k, v, source) for k, v in entries.items())
+    return ProfileTable(hosts=sections["hosts"], models=sections["models"], source=source)
+
+
+def _parse_override(section: str, pattern: str, entry: Any, source: str) -> _Override:
+    where = f'{source}: [{section}."{pattern}"]'
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} must be a table")
+    entry = dict(entry)
+    base = entry.pop("base", None)
+    if base is not None and base not in BUILTIN:
+        raise ValueError(f"{where}: unknown base profile {base!r}; built-ins are {sorted(BUILTIN)}")
+    raw_input = entry.pop("input", None)
+    modalities = None
+    if raw_input is not None:
+        if not isinstance(raw_input, list) or not all(isinstance(x, str) for x in raw_input):
+            raise ValueError(f"{where}: input must be a list of modality names, e.g. [\"text\", \"image\"]")
+        modalities = frozenset(raw_input)
+    bad = [k for k in entry if k not in FLAGS]
+    if bad:
+        raise ValueError(f"{where}: unknown flag(s) {bad}; flags are {list(FLAGS)}")
+    try:
+        Profile(name="check", **entry)
+    except ValidationError as e:
+        raise ValueError(f"{where}: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from e
+    return _Override(pattern.lower() if section == "hosts" else pattern, base, entry, modalities)
+
+
+def load_table(path: str | None) -> ProfileTable:
+    """The profiles file at ``path`` (None: built-ins only); raises ValueError with the reason."""
+    if not path:
+        return ProfileTable()
+    p = Path(path).expanduser()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ValueError(f"cannot read profiles file {p}: {e.strerror or e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"profiles file {p} is not valid TOML: {e}") from e
+    return parse_table(data, str(p))

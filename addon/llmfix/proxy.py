@@ -1,0 +1,137 @@
+"""The mitmproxy addon: options, hooks and glue. The work happens in :mod:`llmfix.engine`.
+
+Fail-open: every hook catches what goes wrong, logs one warning naming the flow and the reason, and
+lets the request through unchanged. A body is replaced at most once, at the very end, so a failure
+can never leave a half-repaired request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from mitmproxy import ctx, exceptions, http
+
+from llmfix import changelog, engine, options, route, views
+from llmfix.engine import Outcome, Settings
+
+logger = logging.getLogger("llmfix")
+
+OFFLOAD_BYTES = 256 * 1024
+"""Bodies at least this large are repaired in a worker thread, so other flows are not stalled."""
+
+MARKS = {"repair": ":wrench:", "report": ":mag:"}
+
+
+def flow_name(flow: http.HTTPFlow) -> str:
+    r = flow.request
+    return f"{flow.id[:8]} {r.method} {r.pretty_host}{r.path.split('?', 1)[0]}"
+
+
+class LLMFix:
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.log: changelog.JsonlLog | None = None
+
+    # -- options -------------------------------------------------------------------------------
+    def load(self, loader: Any) -> None:
+        for name, typespec, default, help_text in options.OPTIONS:
+            loader.add_option(name, typespec, default, help_text)
+        views.register()
+
+    def configure(self, updated: set[str]) -> None:
+        if not any(name.startswith("llmfix_") for name in updated):
+            return
+        try:
+            settings = options.parse_settings(ctx.options)
+        except ValueError as e:
+            raise exceptions.OptionsError(str(e)) from e
+        if "llmfix_log" in updated:
+            self._open_log(ctx.options.llmfix_log)
+        self.settings = settings
+
+    def _open_log(self, path: str | None) -> None:
+        if self.log:
+            self.log.close()
+            self.log = None
+        if path:
+            try:
+                self.log = changelog.JsonlLog(path)
+            except OSError as e:
+                raise exceptions.OptionsError(f"llmfix_log: cannot open {path}: {e.strerror or e}") from e
+
+    def done(self) -> None:
+        if self.log:
+            self.log.close()
+            self.log = None
+
+    # -- hooks ---------------------------------------------------------------------------------
+    async def request(self, flow: http.HTTPFlow) -> None:
+        settings = self.settings
+        if settings.mode == "off" or (flow.live and (flow.response or flow.error)):
+            return
+        r = flow.request
+        dialect = route.dialect_for(r.method, r.path, r.headers.get("content-type"))
+        if dialect is None:
+            return
+        raw = r.raw_content
+        if not raw:
+            reason = "body was streamed, llmfix cannot see it" if raw is None else "empty body"
+            logger.warning("llmfix: %s left unchanged: %s", flow_name(flow), reason)
+            return
+        req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"))
+        try:
+            if len(raw) >= OFFLOAD_BYTES:
+                outcome = await asyncio.to_thread(engine.process, req, settings)
+            else:
+                outcome = engine.process(req, settings)
+            self._apply(flow, req, outcome, settings)
+        except Exception as e:  # a bug in llmfix: never let it reach mitmproxy, never lose the request
+            logger.warning("llmfix: %s left unchanged: internal error: %s: %s", flow_name(flow),
+                           type(e).__name__, e, exc_info=True)
+
+    def _apply(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, settings: Settings) -> None:
+        if outcome.status == "failed":
+            logger.warning("llmfix: %s left unchanged: %s", flow_name(flow), outcome.reason)
+            return
+        if outcome.status != "repaired":
+            return
+        if settings.mode == "repair":
+            assert outcome.wire is not None
+            flow.request.raw_content = outcome.wire
+            if "transfer-encoding" not in flow.request.headers:
+                flow.request.headers["content-length"] = str(len(outcome.wire))
+        self._report(flow, req, outcome, settings.mode)
+
+    def _report(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, mode: str) -> None:
+        names = outcome.repairs
+        verb = "" if mode == "repair" else "would "
+        prefix = f"llmfix{'' if mode == 'repair' else ' (report)'}: {flow_name(flow)}"
+        changelog.console(prefix, outcome.changes, flow.client_conn.peername if flow.live else None)
+        if self.log:
+            context = {
+                "flow": flow.id, "method": flow.request.method, "host": flow.request.pretty_host,
+                "path": flow.request.path.split("?", 1)[0], "dialect": str(req.dialect),
+                "profile": outcome.profile, "model": outcome.model, "mode": mode,
+            }
+            try:
+                self.log.write(changelog.records(context, outcome.changes))
+            except OSError as e:
+                logger.warning("llmfix: cannot write change log %s: %s", self.log.path, e)
+        flow.marked = MARKS[mode]
+        n = len(outcome.changes)
+        note = f"llmfix: {verb}{', '.join(names)} ({n} change{'s' if n != 1 else ''})"
+        flow.comment = f"{flow.comment}\n{note}" if flow.comment and "llmfix:" not in flow.comment else note
+        flow.metadata[views.META] = {
+            "mode": mode,
+            "repairs": names,
+            "profile": outcome.profile,
+            "model": outcome.model,
+            "lines": [c.line() for c in outcome.changes],
+            "changes": [c.record() for c in outcome.changes],
+            "before": list(outcome.before),
+            "after": list(outcome.after),
+            "original": req.raw if mode == "repair" else None,
+        }
+

@@ -1,0 +1,63 @@
+"""Make any value safe to log: media and base64 become short references, secrets are masked.
+
+Invariant: the output of :func:`redact` contains no data-URL payload, no base64 run of 64 or more
+characters, no value of a secret-named key, and no string shaped like an API key or bearer token.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llmfix.media import digest, human_size, ref_for_base64, ref_for_url
+
+MAX_TEXT = 400
+
+_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w=.+-]+)*;base64,[A-Za-z0-9+/=_-]*")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
+_SECRETS = re.compile(
+    r"(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"  # OpenAI / Anthropic (sk-ant-…) / generic
+    r"|xai-[A-Za-z0-9_\-]{8,}"
+    r"|gsk_[A-Za-z0-9]{8,}"
+    r"|gh[pousr]_[A-Za-z0-9]{16,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_\-]{20,}"
+    r"|(?i:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+)
+_SECRET_KEYS = re.compile(r"(?i)^(authorization|proxy-authorization|x-api-key|api[-_]?key|.*secret.*|.*token.*|"
+                          r"password|cookie|set-cookie)$")
+_TOKEN_COUNT_KEYS = frozenset({"max_tokens", "max_output_tokens", "max_completion_tokens", "output_tokens",
+                               "input_tokens", "total_tokens", "cached_tokens", "reasoning_tokens"})
+
+
+def redact_text(text: str, limit: int = MAX_TEXT) -> str:
+    """A log-safe form of ``text``: media and base64 summarised, secrets masked, length bounded."""
+    if "data:" in text:
+        text = _DATA_URL.sub(lambda m: str(ref_for_url(m.group(0))), text)
+    text = _SECRETS.sub(lambda m: f"<secret {len(m.group(0))} chars>", text)
+    text = _BASE64_RUN.sub(lambda m: f"<base64 {human_size(len(m.group(0)) * 3 // 4)} sha256:{digest(m.group(0))}>",
+                           text)
+    if limit and len(text) > limit:
+        text = f"{text[:limit]}…(+{len(text) - limit} chars)"
+    return text
+
+
+def redact(value: Any, limit: int = MAX_TEXT) -> Any:
+    """A log-safe copy of a JSON value."""
+    if isinstance(value, str):
+        return redact_text(value, limit)
+    if isinstance(value, list):
+        return [redact(v, limit) for v in value]
+    if isinstance(value, dict):
+        if value.get("type") == "base64" and isinstance(value.get("data"), str):
+            ref = ref_for_base64(value["data"], value.get("media_type"))
+            return {**{k: redact(v, limit) for k, v in value.items() if k != "data"}, "data": str(ref)}
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str) and k not in _TOKEN_COUNT_KEYS and _SECRET_KEYS.match(k) and v:
+                out[k] = "<redacted>"
+            else:
+                out[k] = redact(v, limit)
+        return out
+    return value

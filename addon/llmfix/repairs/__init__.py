@@ -1,0 +1,30 @@
+"""The repairs, in the order they run, and the pipeline that runs them.
+
+Order matters: untangling a tool run comes before media are hoisted out of it, so the hoisted user
+message lands after the whole, untangled run (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmfix.changes import Change
+from llmfix.repairs import hoist_tool_media
+from llmfix.repairs.base import Context, Repair
+
+PIPELINE: tuple[Repair, ...] = (hoist_tool_media.REPAIR,)
+NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
+
+
+def candidates(ctx_dialect: Any, profile: Any, body: bytes, enabled: frozenset[str]) -> list[Repair]:
+    """The enabled repairs that might change this body (cheap: profile flags and byte search only)."""
+    return [r for r in PIPELINE if r.name in enabled and r.might_apply(ctx_dialect, profile, body)]
+
+
+def run(items: list[Any], ctx: Context, repairs: list[Repair]) -> tuple[list[Any], list[Change]]:
+    """Run ``repairs`` in order; each sees the previous one's output."""
+    changes: list[Change] = []
+    for repair in repairs:
+        items, more = repair.apply(items, ctx)
+        changes.extend(more)
+    return items, changes

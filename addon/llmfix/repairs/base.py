@@ -1,0 +1,52 @@
+"""The shape every repair has: a named, pure function of (items, context) → (items, changes).
+
+A repair never mutates its input: it returns new wire objects for what it changed and the very same
+objects for everything else, and an empty change list exactly when nothing changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from llmfix.changes import Change
+from llmfix.profiles import Profile
+from llmfix.route import Dialect
+
+
+class CallMemory(Protocol):
+    """What repairs may ask of llmfix's memory (tool calls seen earlier, media of in-flight requests)."""
+
+    def lookup_calls(self, call_ids: list[str]) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    dialect: Dialect
+    profile: Profile
+    model: str | None
+    modalities: frozenset[str] | None  # None: model unknown, assume it takes everything
+    memory: Any = None  # a CallMemory, or None (no memory: repairs that need it do what they can without)
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+type Apply = Callable[[list[Any], Context], tuple[list[Any], list[Change]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    name: str
+    dialects: frozenset[Dialect]
+    apply: Apply
+    wanted: Callable[[Profile, Dialect], bool] = lambda _profile, _dialect: True
+    """Cheap check on the profile alone: False means this repair cannot change anything for it."""
+    needles: Mapping[Dialect, tuple[bytes, ...]] = field(default_factory=dict)
+    """Per dialect, byte strings at least one of which a body must contain for this repair to apply."""
+    doc: str = ""
+
+    def might_apply(self, dialect: Dialect, profile: Profile, body: bytes) -> bool:
+        if dialect not in self.dialects or not self.wanted(profile, dialect):
+            return False
+        needles = self.needles.get(dialect)
+        return not needles or any(n in body for n in needles)

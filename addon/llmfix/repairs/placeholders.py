@@ -1,0 +1,25 @@
+"""The short texts llmfix puts where media were, so the model is never told less than the truth."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+
+def count_words(kinds: Iterable[str]) -> str:
+    """``["image", "image", "file"]`` → ``"2 images and 1 file"``."""
+    counts = Counter(kinds)
+    words = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items()]
+    return " and ".join(words) if len(words) <= 2 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def moved(kinds: list[str]) -> str:
+    return f"[{count_words(kinds)} from this tool result attached in the next user message]"
+
+
+def omitted(kinds: list[str], reason: str) -> str:
+    return f"[{count_words(kinds)} from this tool result omitted: {reason}]"
+
+
+def label(call_id: str | None) -> str:
+    return f"Attached from tool result {call_id or '(no call id)'}:"

@@ -1,0 +1,94 @@
+"""Anthropic Messages (``POST …/v1/messages``): messages, content blocks, tool_use and tool_result.
+
+Shapes follow anthropic-sdk-python (wire-formats.md §3). Block types the repairs do not know
+(thinking, documents, server tools…) are kept as :class:`OtherBlock`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Tag
+
+from llmfix.media import MediaRef, ref_for_base64, ref_for_file_id, ref_for_url
+from llmfix.wire.base import Wire
+
+
+class TextBlock(Wire):
+    type: Literal["text"]
+    text: str
+
+
+class ImageBlock(Wire):
+    """``{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"} | file}``."""
+
+    type: Literal["image", "document"]
+    source: dict[str, Any]
+
+    def media(self) -> MediaRef:
+        kind = "image" if self.type == "image" else "document"
+        src = self.source
+        if src.get("type") == "base64":
+            return ref_for_base64(str(src.get("data", "")), src.get("media_type"), kind)
+        if src.get("type") == "url":
+            return ref_for_url(str(src.get("url", "")), kind)
+        return ref_for_file_id(str(src.get("file_id", src)), kind)
+
+
+class OtherBlock(Wire):
+    type: str | None = None
+
+
+def _inner_tag(v: Any) -> str:
+    t = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
+    if t == "text":
+        return "text"
+    if t in ("image", "document"):
+        return "media"
+    return "other"
+
+
+InnerBlock = Annotated[
+    Annotated[TextBlock, Tag("text")] | Annotated[ImageBlock, Tag("media")] | Annotated[OtherBlock, Tag("other")],
+    Discriminator(_inner_tag),
+]
+
+
+class ToolUse(Wire):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: Any = None
+
+
+class ToolResult(Wire):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str | list[InnerBlock] | None = None
+
+
+def _block_tag(v: Any) -> str:
+    t = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
+    if t in ("tool_use", "tool_result"):
+        return t
+    return _inner_tag(v)
+
+
+Block = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ImageBlock, Tag("media")]
+    | Annotated[ToolUse, Tag("tool_use")]
+    | Annotated[ToolResult, Tag("tool_result")]
+    | Annotated[OtherBlock, Tag("other")],
+    Discriminator(_block_tag),
+]
+
+
+class Message(Wire):
+    role: str
+    content: str | list[Block]
+
+
+class MessagesRequest(Wire):
+    messages: list[Message]
+    model: str | None = None

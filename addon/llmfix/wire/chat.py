@@ -1,0 +1,107 @@
+"""Chat Completions (``POST …/chat/completions``): messages, content parts and tool calls.
+
+Shapes follow the OpenAI spec (wire-formats.md §2). Part types the repairs do not know are kept as
+:class:`OtherPart`; message roles are free strings, so an unknown role is kept as it came.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Tag
+
+from llmfix.media import MediaRef, ref_for_base64, ref_for_url
+from llmfix.wire.base import Wire
+
+
+class TextPart(Wire):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrl(Wire):
+    url: str
+    detail: str | None = None
+
+
+class ImagePart(Wire):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+    def media(self) -> MediaRef:
+        return ref_for_url(self.image_url.url, "image")
+
+
+class FilePart(Wire):
+    """``{"type":"file","file":{"file_data"|"file_id", "filename"}}``."""
+
+    type: Literal["file"]
+    file: dict[str, Any]
+
+    def media(self) -> MediaRef:
+        data = self.file.get("file_data")
+        if isinstance(data, str):
+            return ref_for_url(data, "file") if data.startswith("data:") else ref_for_base64(data, None, "file")
+        return ref_for_url(str(self.file.get("file_id", "")), "file")
+
+
+class AudioPart(Wire):
+    type: Literal["input_audio"]
+    input_audio: dict[str, Any]
+
+    def media(self) -> MediaRef:
+        fmt = self.input_audio.get("format")
+        return ref_for_base64(str(self.input_audio.get("data", "")), f"audio/{fmt}" if fmt else None, "audio")
+
+
+class OtherPart(Wire):
+    type: str | None = None
+
+
+def _part_tag(v: Any) -> str:
+    t = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
+    return t if t in ("text", "image_url", "file", "input_audio") else "other"
+
+
+Part = Annotated[
+    Annotated[TextPart, Tag("text")]
+    | Annotated[ImagePart, Tag("image_url")]
+    | Annotated[FilePart, Tag("file")]
+    | Annotated[AudioPart, Tag("input_audio")]
+    | Annotated[OtherPart, Tag("other")],
+    Discriminator(_part_tag),
+]
+MediaPart = ImagePart | FilePart | AudioPart
+MEDIA_PARTS = (ImagePart, FilePart, AudioPart)
+
+
+class Function(Wire):
+    name: str
+    arguments: str
+
+
+class ToolCall(Wire):
+    id: str
+    type: str = "function"
+    function: Function | None = None
+
+
+class Message(Wire):
+    role: str
+    content: str | list[Part] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+
+class ChatRequest(Wire):
+    messages: list[Message]
+    model: str | None = None
+
+
+def text_of(content: str | list[Any] | None) -> str:
+    """All text of a message's content, parts joined by newlines."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.text for p in content if isinstance(p, TextPart))

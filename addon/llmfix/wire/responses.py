@@ -1,0 +1,141 @@
+"""Responses API (``POST …/responses``): input items, their content parts, tool calls and outputs.
+
+Shapes follow the OpenAI spec (wire-formats.md §1). Items and parts of types the repairs do not know
+are kept as :class:`OtherItem` / :class:`OtherPart`. ``input`` may also be a plain string.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Tag
+
+from llmfix.media import MediaRef, ref_for_file_id, ref_for_url
+from llmfix.wire.base import Wire
+
+
+class InputText(Wire):
+    type: Literal["input_text"]
+    text: str
+
+
+class OutputText(Wire):
+    type: Literal["output_text"]
+    text: str
+
+
+class InputImage(Wire):
+    type: Literal["input_image"]
+    image_url: str | None = None
+    file_id: str | None = None
+    detail: str | None = None
+
+    def media(self) -> MediaRef:
+        if self.image_url:
+            return ref_for_url(self.image_url, "image")
+        return ref_for_file_id(self.file_id or "", "image")
+
+
+class InputFile(Wire):
+    type: Literal["input_file"]
+    file_id: str | None = None
+    file_data: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
+
+    def media(self) -> MediaRef:
+        if self.file_data:
+            if self.file_data.startswith("data:"):
+                return ref_for_url(self.file_data, "file")
+            return ref_for_url(f"data:application/octet-stream;base64,{self.file_data}", "file")
+        if self.file_url:
+            return ref_for_url(self.file_url, "file")
+        return ref_for_file_id(self.file_id or "", "file")
+
+
+class OtherPart(Wire):
+    type: str | None = None
+
+
+_PART_TAGS = ("input_text", "output_text", "input_image", "input_file")
+
+
+def _part_tag(v: Any) -> str:
+    t = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
+    return t if t in _PART_TAGS else "other"
+
+
+Part = Annotated[
+    Annotated[InputText, Tag("input_text")]
+    | Annotated[OutputText, Tag("output_text")]
+    | Annotated[InputImage, Tag("input_image")]
+    | Annotated[InputFile, Tag("input_file")]
+    | Annotated[OtherPart, Tag("other")],
+    Discriminator(_part_tag),
+]
+TEXT_PARTS = (InputText, OutputText)
+MEDIA_PARTS = (InputImage, InputFile)
+
+
+class Message(Wire):
+    """An input message; ``type:"message"`` is optional (EasyInputMessage)."""
+
+    type: Literal["message"] | None = None
+    role: str
+    content: str | list[Part]
+
+
+class FunctionCall(Wire):
+    type: Literal["function_call"]
+    call_id: str
+    name: str
+    arguments: str
+
+
+class CustomToolCall(Wire):
+    type: Literal["custom_tool_call"]
+    call_id: str
+    name: str
+    input: str
+
+
+class ToolOutput(Wire):
+    """``function_call_output`` or ``custom_tool_call_output``: output is a string or an array of parts."""
+
+    type: Literal["function_call_output", "custom_tool_call_output"]
+    call_id: str | None = None
+    output: str | list[Part]
+
+
+class OtherItem(Wire):
+    type: str | None = None
+
+
+def _item_tag(v: Any) -> str:
+    if isinstance(v, dict):
+        t = v.get("type")
+        if t is None and "role" in v:
+            return "message"
+    else:
+        t = getattr(v, "type", None)
+    if t in ("function_call_output", "custom_tool_call_output"):
+        return "tool_output"
+    if t in ("message", "function_call", "custom_tool_call"):
+        return t
+    return "other"
+
+
+Item = Annotated[
+    Annotated[Message, Tag("message")]
+    | Annotated[FunctionCall, Tag("function_call")]
+    | Annotated[CustomToolCall, Tag("custom_tool_call")]
+    | Annotated[ToolOutput, Tag("tool_output")]
+    | Annotated[OtherItem, Tag("other")],
+    Discriminator(_item_tag),
+]
+TOOL_CALLS = (FunctionCall, CustomToolCall)
+
+
+class ResponsesRequest(Wire):
+    input: str | list[Item]
+    model: str | None = None

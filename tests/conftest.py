@@ -1,0 +1,44 @@
+"""Shared test helpers: the captured fixtures (copied from the real clients) and flow builders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def fixture_json(name: str) -> Any:
+    return json.loads(fixture_bytes(name))
+
+
+def make_flow(
+    body: bytes | dict[str, Any],
+    *,
+    host: str = "api.x.ai",
+    path: str = "/v1/responses",
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+    port: int = 443,
+) -> http.HTTPFlow:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    hdrs = http.Headers(content_type="application/json", host=host, **(headers or {}))
+    req = tutils.treq(
+        method=method.encode(), host=host, port=port, scheme=b"https", path=path.encode(),
+        authority=host.encode(), headers=hdrs, content=content,
+    )
+    return tflow.tflow(req=req)
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES

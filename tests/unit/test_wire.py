@@ -1,0 +1,76 @@
+"""Typed parsing keeps every field: untouched requests round-trip exactly, edits keep key order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from llmfix.conversation import BadBody, parse, serialize, to_body
+from llmfix.route import Dialect
+from llmfix.wire import responses as rs
+from llmfix.wire.base import evolve
+
+from tests.conftest import FIXTURES, fixture_json
+
+CAPTURES = sorted(p for p in FIXTURES.rglob("*.json"))
+
+
+def dialect_of(body: dict) -> Dialect:
+    if "input" in body:
+        return Dialect.RESPONSES
+    first_tool = any(isinstance(m.get("content"), list) and any(
+        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in m["content"])
+        for m in body["messages"])
+    return Dialect.MESSAGES if "max_tokens" in body and (first_tool or "system" in body) else Dialect.CHAT
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_capture_round_trips_to_the_same_value(path) -> None:
+    body = json.loads(path.read_bytes())
+    conv = parse(dialect_of(body), body)
+    assert conv is not None
+    assert to_body(conv) == body
+    assert json.loads(serialize(conv)) == body
+
+
+def test_an_edited_item_keeps_its_key_order_and_unknown_fields() -> None:
+    body = fixture_json("codex/turn2_request.json")
+    conv = parse(Dialect.RESPONSES, body)
+    out = conv.items[-1]
+    assert isinstance(out, rs.ToolOutput)
+    edited = evolve(out, output="text")
+    wire = edited.to_wire()
+    assert list(wire) == list(body["input"][-1])  # type, id, call_id, output: same order
+    assert wire["id"].startswith("fco_")  # Codex's own field, unknown to the model, kept
+    assert wire["output"] == "text"
+
+
+def test_unknown_item_and_part_types_are_kept() -> None:
+    body = {"input": [
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+        {"type": "message", "role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+    ], "model": "m"}
+    conv = parse(Dialect.RESPONSES, body)
+    assert to_body(conv) == body
+
+
+@pytest.mark.parametrize(
+    ("dialect", "body", "reason"),
+    [
+        (Dialect.CHAT, [], "not an object"),
+        (Dialect.CHAT, {"model": "m"}, "no 'messages' field"),
+        (Dialect.CHAT, {"messages": {"role": "user"}}, "not an array"),
+        (Dialect.CHAT, {"messages": [{"content": "hi"}]}, r"messages\[0\].role"),
+        (Dialect.CHAT, {"messages": [{"role": "tool", "content": 7}]}, r"messages\[0\].content"),
+        (Dialect.RESPONSES, {"input": [{"type": "function_call_output", "call_id": "c"}]}, r"input\[0\].output"),
+        (Dialect.MESSAGES, {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, "tool_use_id"),
+    ],
+)
+def test_wrong_shapes_are_reported_with_their_location(dialect, body, reason) -> None:
+    with pytest.raises(BadBody, match=reason):
+        parse(dialect, body)
+
+
+def test_string_input_has_nothing_to_repair() -> None:
+    assert parse(Dialect.RESPONSES, {"input": "hello", "model": "m"}) is None
