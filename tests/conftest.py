@@ -42,3 +42,9 @@ def make_flow(
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """mitmproxy's confdir defaults to ~/.mitmproxy (and llmfix's memory lives there): keep tests out of it."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))

@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from mitmproxy.net import encoding
 
-from llmfix import render, repairs
+from llmfix import render, repairs, toolresults
 from llmfix.changes import Change
 from llmfix.conversation import BadBody, check_shape, loads, parse, serialize
+from llmfix.learn import calls_in_request
 from llmfix.profiles import ProfileTable
 from llmfix.repairs.base import Context
 from llmfix.route import Dialect
@@ -27,7 +28,8 @@ class Settings:
     enabled: frozenset[str] = frozenset(repairs.NAMES)
     max_body: int = 64 * 1024 * 1024
     table: ProfileTable = field(default_factory=ProfileTable)
-    memory: Any = None
+    memory: Any = None  # a Recall: tool calls seen before (None: no memory)
+    window: Any = None  # a MediaWindow: tool-result media of recent requests (None: restore is off)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class Request:
     port: int | None
     raw: bytes
     content_encoding: str | None = None
+    flow_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,13 @@ def decode(raw: bytes, content_encoding: str | None) -> bytes:
     return out
 
 
+_DECLARATIONS = {
+    Dialect.CHAT: (b"tool_calls",),
+    Dialect.RESPONSES: (b"function_call", b"custom_tool_call"),
+    Dialect.MESSAGES: (b"tool_use",),
+}
+"""Byte strings a request must contain to declare tool calls worth remembering."""
+
 PARSE_ALWAYS = 1024 * 1024
 """Bodies up to this size are always parsed, so bad JSON gets its warning even when nothing could be repaired;
 larger ones only when a repair might apply (parsing 10 MB costs about as much as proxying it)."""
@@ -97,42 +107,63 @@ def process(req: Request, settings: Settings) -> Outcome:
     if len(req.raw) > settings.max_body:
         return Outcome("failed", f"body of {len(req.raw)} bytes exceeds llmfix_max_body={settings.max_body}")
     try:
-        data = decode(req.raw, req.content_encoding)
-        if len(data) > settings.max_body:
-            return Outcome("failed", f"decoded body of {len(data)} bytes exceeds llmfix_max_body={settings.max_body}")
-        if not _framed_as_object(data):
-            return Outcome("failed", f"body is not a JSON object (starts with {data[:16]!r})")
-        table = settings.table
-        host_only = table.resolve(req.host, req.port, None)
-        todo = repairs.candidates(req.dialect, host_only.profile, data, settings.enabled)
-        if not todo and not table.models and len(data) > PARSE_ALWAYS:
-            return Outcome("untouched", profile=host_only.profile.name)
-        body = loads(data)
-        if not todo and not table.models:
-            check_shape(req.dialect, body)
-            return Outcome("untouched", profile=host_only.profile.name)
-        conv = parse(req.dialect, body)
-        if conv is None:
-            return Outcome("untouched", profile=host_only.profile.name)
-        resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
-        todo = repairs.candidates(req.dialect, resolved.profile, data, settings.enabled)
-        if not todo:
-            return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
-        ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory)
-        items, changes = repairs.run(conv.items, ctx, todo)
+        return _process(req, settings)
     except BadBody as e:
         return Outcome("failed", str(e))
+
+
+def _process(req: Request, settings: Settings) -> Outcome:
+    data = decode(req.raw, req.content_encoding)
+    if len(data) > settings.max_body:
+        return Outcome("failed", f"decoded body of {len(data)} bytes exceeds llmfix_max_body={settings.max_body}")
+    if not _framed_as_object(data):
+        return Outcome("failed", f"body is not a JSON object (starts with {data[:16]!r})")
+    table = settings.table
+    host_only = table.resolve(req.host, req.port, None)
+    todo = repairs.candidates(req.dialect, host_only.profile, data, settings.enabled)
+    learn = settings.memory is not None and any(n in data for n in _DECLARATIONS[req.dialect])
+    observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, data)
+    if not (todo or learn or observe or table.models) and len(data) > PARSE_ALWAYS:
+        return Outcome("untouched", profile=host_only.profile.name)
+    body = loads(data)
+    if check_shape(req.dialect, body) is None:
+        return Outcome("untouched", profile=host_only.profile.name)
+    if learn:
+        settings.memory.remember(calls_in_request(str(req.dialect), body))
+    if not (todo or observe or table.models):
+        return Outcome("untouched", profile=host_only.profile.name)
+    conv = parse(req.dialect, body)
+    assert conv is not None
+    resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
+    if resolved is not host_only:
+        todo = repairs.candidates(req.dialect, resolved.profile, data, settings.enabled)
+    extras = {"media_window": settings.window, "flow_id": req.flow_id}
+    ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
+    items, changes = repairs.run(conv.items, ctx, todo)
+    if observe:
+        settings.window.observe(req.flow_id, toolresults.results(req.dialect, items))
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
-    body = serialize(conv.with_items(items))
+    out = serialize(conv.with_items(items))
     ce = (req.content_encoding or "").strip().lower()
     return Outcome(
         "repaired",
         changes=tuple(changes),
-        body=body,
-        wire=encoding.encode(body, ce) if ce and ce != "identity" else body,
+        body=out,
+        wire=encoding.encode(out, ce) if ce and ce != "identity" else out,
         profile=resolved.profile.name,
         model=conv.model,
         before=tuple(render.lines(req.dialect, conv.items)),
         after=tuple(render.lines(req.dialect, items)),
     )
+
+
+_TOOL_RESULTS = {
+    Dialect.CHAT: (b'"tool"',),
+    Dialect.RESPONSES: (b"_call_output",),
+    Dialect.MESSAGES: (b"tool_result",),
+}
+
+
+def _has_tool_results(dialect: Dialect, data: bytes) -> bool:
+    return any(n in data for n in _TOOL_RESULTS[dialect])

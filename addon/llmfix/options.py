@@ -7,6 +7,8 @@ into ``OptionsError``, which stops startup).
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,7 +32,45 @@ OPTIONS: tuple[tuple[str, Any, Any, str], ...] = (
      "TOML file overriding upstream profiles by host and by model (see README, 'Profiles')."),
     ("llmfix_max_body", str, "64m",
      "Bodies larger than this (after decoding) pass unchanged with a warning. Size with k/m/g suffix."),
+    ("llmfix_memory", str | None, None,
+     "SQLite file where llmfix remembers the tool calls it has seen (default: llmfix-memory.sqlite3 in "
+     "mitmproxy's confdir). ':memory:' keeps them in memory only (lost on restart)."),
+    ("llmfix_memory_max_age", str, "7d", "Forget remembered tool calls older than this (e.g. 30m, 12h, 7d)."),
+    ("llmfix_memory_max_entries", int, 100_000, "Keep at most this many remembered tool calls."),
+    ("llmfix_restore_window", str, "0s",
+     "restore-tool-media puts back media only from a request that is still in flight or ended at most this "
+     "long ago (e.g. 2s). The default 0s means in flight only: a gateway's upstream request always happens "
+     "while its client's request is open, and a longer window could return images a client dropped on purpose."),
 )
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str) -> float:
+    """``"90"`` / ``"90s"`` / ``"30m"`` / ``"12h"`` / ``"7d"`` → seconds."""
+    t = text.strip().lower()
+    unit = _UNITS.get(t[-1:]) if t else None
+    number = t[:-1] if unit else t
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        raise ValueError(f"{option} must be a duration like 30s, 10m, 12h or 7d, not {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{option} must not be negative, not {text!r}")
+    return value
+
+
+def memory_path(opts: Any) -> str:
+    if opts.llmfix_memory:
+        return opts.llmfix_memory
+    return os.path.join(os.path.expanduser(opts.confdir), "llmfix-memory.sqlite3")
+
+
+def with_state(settings: Settings, memory: Any, window: Any) -> Settings:
+    """``settings`` with the addon's long-lived state; no media window when restore-tool-media is off."""
+    if "restore-tool-media" not in settings.enabled:
+        window = None
+    return dataclasses.replace(settings, memory=memory, window=window)
 
 
 def parse_settings(opts: Any, memory: Any = None) -> Settings:
@@ -49,6 +89,10 @@ def parse_settings(opts: Any, memory: Any = None) -> Settings:
         raise ValueError(f"llmfix_max_body: {e}") from e
     if not max_body or max_body <= 0:
         raise ValueError(f"llmfix_max_body must be a positive size like 64m, not {opts.llmfix_max_body!r}")
+    parse_duration(opts.llmfix_memory_max_age, "llmfix_memory_max_age")
+    parse_duration(opts.llmfix_restore_window, "llmfix_restore_window")
+    if opts.llmfix_memory_max_entries <= 0:
+        raise ValueError(f"llmfix_memory_max_entries must be positive, not {opts.llmfix_memory_max_entries}")
     table = load_table(opts.llmfix_profiles)
     return Settings(
         mode=mode,

@@ -13,8 +13,11 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, http
 
-from llmfix import changelog, engine, options, route, views
+from llmfix import changelog, engine, learn, options, route, views
 from llmfix.engine import Outcome, Settings
+from llmfix.media_window import MediaWindow
+from llmfix.memory import Memory, MemoryStoreError, ToolCall
+from llmfix.recall import Recall
 
 logger = logging.getLogger("llmfix")
 
@@ -22,6 +25,8 @@ OFFLOAD_BYTES = 256 * 1024
 """Bodies at least this large are repaired in a worker thread, so other flows are not stalled."""
 
 MARKS = {"repair": ":wrench:", "report": ":mag:"}
+ROUTE = "llmfix_dialect"
+"""flow.metadata key: the dialect of a routed LLM request, read again by the response hooks."""
 
 
 def flow_name(flow: http.HTTPFlow) -> str:
@@ -33,6 +38,9 @@ class LLMFix:
     def __init__(self) -> None:
         self.settings = Settings()
         self.log: changelog.JsonlLog | None = None
+        self.recall: Recall | None = None
+        self.window = MediaWindow(0.0)
+        self._memory_spec: tuple[str, float, int] | None = None
 
     # -- options -------------------------------------------------------------------------------
     def load(self, loader: Any) -> None:
@@ -49,7 +57,24 @@ class LLMFix:
             raise exceptions.OptionsError(str(e)) from e
         if "llmfix_log" in updated:
             self._open_log(ctx.options.llmfix_log)
-        self.settings = settings
+        self._open_memory()
+        self.window.window_s = options.parse_duration(ctx.options.llmfix_restore_window, "llmfix_restore_window")
+        self.settings = options.with_state(settings, self.recall, self.window)
+
+    def _open_memory(self) -> None:
+        o = ctx.options
+        spec = (options.memory_path(o), options.parse_duration(o.llmfix_memory_max_age, "llmfix_memory_max_age"),
+                o.llmfix_memory_max_entries)
+        if spec == self._memory_spec:
+            return
+        try:
+            memory = Memory(spec[0], max_age_s=int(spec[1]), max_entries=spec[2])
+        except MemoryStoreError as e:
+            raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
+        if self.recall:
+            self.recall.close()
+        self.recall = Recall(memory)
+        self._memory_spec = spec
 
     def _open_log(self, path: str | None) -> None:
         if self.log:
@@ -65,6 +90,10 @@ class LLMFix:
         if self.log:
             self.log.close()
             self.log = None
+        if self.recall:
+            self.recall.close()
+            self.recall = None
+            self._memory_spec = None
 
     # -- hooks ---------------------------------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> None:
@@ -75,12 +104,13 @@ class LLMFix:
         dialect = route.dialect_for(r.method, r.path, r.headers.get("content-type"))
         if dialect is None:
             return
+        flow.metadata[ROUTE] = str(dialect)
         raw = r.raw_content
         if not raw:
             reason = "body was streamed, llmfix cannot see it" if raw is None else "empty body"
             logger.warning("llmfix: %s left unchanged: %s", flow_name(flow), reason)
             return
-        req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"))
+        req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
         try:
             if len(raw) >= OFFLOAD_BYTES:
                 outcome = await asyncio.to_thread(engine.process, req, settings)
@@ -90,6 +120,53 @@ class LLMFix:
         except Exception as e:  # a bug in llmfix: never let it reach mitmproxy, never lose the request
             logger.warning("llmfix: %s left unchanged: internal error: %s: %s", flow_name(flow),
                            type(e).__name__, e, exc_info=True)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""
+        dialect = flow.metadata.get(ROUTE)
+        resp = flow.response
+        if dialect is None or resp is None or flow.response.stream:
+            return
+        if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            return
+        learner = learn.StreamLearner(dialect, self._remember, content_encoding=resp.headers.get("content-encoding"),
+                                      label=flow_name(flow))
+
+        def stream(data: bytes) -> bytes:
+            try:
+                learner.feed(data)
+            except Exception as e:  # feed never raises by contract; a raise here would drop the chunk
+                logger.warning("llmfix: %s: stream learner failed: %s", flow_name(flow), e)
+            return data
+
+        resp.stream = stream
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        if flow.metadata.get(ROUTE) is not None:
+            self.window.finish(flow.id)
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        """Learn tool calls from a non-streamed JSON answer of an LLM request."""
+        dialect = flow.metadata.get(ROUTE)
+        if dialect is not None:
+            self.window.finish(flow.id)
+        resp = flow.response
+        if dialect is None or resp is None or resp.stream or self.recall is None:
+            return
+        if "json" not in resp.headers.get("content-type", "").lower() or not resp.raw_content:
+            return
+        needles = (b"tool_calls", b"function_call", b"custom_tool_call", b"tool_use")
+        try:
+            body = resp.get_content(strict=True)
+        except ValueError as e:
+            logger.warning("llmfix: %s: cannot decode the response to learn from it: %s", flow_name(flow), e)
+            return
+        if body and any(n in body for n in needles):
+            self._remember(learn.learn_json_response(dialect, body))
+
+    def _remember(self, calls: list[ToolCall]) -> None:
+        if self.recall is not None and calls:
+            self.recall.remember(calls)
 
     def _apply(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, settings: Settings) -> None:
         if outcome.status == "failed":

@@ -1,7 +1,8 @@
 """The repairs, in the order they run, and the pipeline that runs them.
 
-Order matters: untangling a tool run comes before media are hoisted out of it, so the hoisted user
-message lands after the whole, untangled run (DESIGN §6).
+Order matters: media a gateway dropped are restored first, so that the other repairs see the request as
+the client meant it; untangling a tool run comes before media are hoisted out of it, so the hoisted
+user message lands after the whole, untangled run (DESIGN §6); text arrays are flattened last.
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.changes import Change
-from llmfix.repairs import hoist_tool_media
+from llmfix.repairs import flatten_tool_text, hoist_tool_media, restore_tool_media, untangle_tool_run
 from llmfix.repairs.base import Context, Repair
 
-PIPELINE: tuple[Repair, ...] = (hoist_tool_media.REPAIR,)
+PIPELINE: tuple[Repair, ...] = (
+    restore_tool_media.REPAIR,
+    untangle_tool_run.REPAIR,
+    hoist_tool_media.REPAIR,
+    flatten_tool_text.REPAIR,
+)
 NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
 
 

@@ -26,6 +26,7 @@ from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.route import Dialect
+from llmfix.wire import chat as ch
 from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 
@@ -121,23 +122,103 @@ def _responses(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]
     return out, changes
 
 
+def _chat(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    if ctx.profile.chat_tool_media:
+        return items, []
+    out: list[Any] = []
+    changes: list[Change] = []
+    i = 0
+    while i < len(items):
+        if not _is_tool(items[i]):
+            out.append(items[i])
+            i += 1
+            continue
+        j = i
+        while j < len(items) and _is_tool(items[j]):
+            j += 1
+        hoisted: list[tuple[str | None, list[Any]]] = []
+        for index in range(i, j):
+            msg: ch.Message = items[index]
+            parts_in = msg.content if isinstance(msg.content, list) else []
+            media = [p for p in parts_in if isinstance(p, ch.MEDIA_PARTS)]
+            if not media:
+                out.append(msg)
+                continue
+            assert isinstance(msg.content, list)
+            kept = [p for p in msg.content if not isinstance(p, ch.MEDIA_PARTS)]
+            forward, dropped = _triage(media, ctx, msg.tool_call_id)
+            notes = []
+            if forward and not any(isinstance(p, ch.TextPart) and p.text for p in kept):
+                notes.append(placeholders.moved([_kind(p) for p in forward]))
+            for reason in dict.fromkeys(r for _, r in dropped):
+                notes.append(placeholders.omitted([_kind(p) for p, r in dropped if r == reason], reason))
+            content: str | list[Any]
+            if all(isinstance(p, ch.TextPart) for p in kept) and not ctx.profile.chat_tool_text_array:
+                content = "\n".join([*(p.text for p in kept), *notes])
+            else:
+                content = [*kept, *(ch.TextPart(type="text", text=n) for n in notes)]
+            out.append(evolve(msg, content=content))
+            if forward:
+                hoisted.append((msg.tool_call_id, forward))
+            summary = f"tool message {msg.tool_call_id}: {placeholders.count_words(_kind(p) for p in media)} out"
+            if forward:
+                summary += f"; → user message after messages[{j - 1}]"
+            changes.append(
+                Change(
+                    NAME,
+                    f"messages[{index}].content",
+                    summary,
+                    before=[p.to_wire() for p in msg.content],
+                    after=out[-1].to_wire()["content"],
+                    dropped=tuple(f"{p.media()} from {msg.tool_call_id}: {r}" for p, r in dropped),
+                )
+            )
+        if hoisted:
+            parts: list[Any] = []
+            for call_id, media_parts in hoisted:
+                parts.append(ch.TextPart(type="text", text=placeholders.label(call_id)))
+                parts.extend(media_parts)
+            message = ch.Message(role="user", content=parts)
+            out.append(message)
+            changes.append(
+                Change(
+                    NAME,
+                    f"messages[{j - 1}]+1",
+                    "new user message with "
+                    + placeholders.count_words(_kind(p) for _, ps in hoisted for p in ps)
+                    + " from " + ", ".join(str(c) for c, _ in hoisted),
+                    after=message.to_wire(),
+                )
+            )
+        i = j
+    return out, changes
+
+
+def _is_tool(m: Any) -> bool:
+    return isinstance(m, ch.Message) and m.role == "tool"
+
+
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     if ctx.dialect is Dialect.RESPONSES:
         return _responses(items, ctx)
+    if ctx.dialect is Dialect.CHAT:
+        return _chat(items, ctx)
     return items, []
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
     if dialect is Dialect.RESPONSES:
         return not profile.responses_tool_output_array
+    if dialect is Dialect.CHAT:
+        return not profile.chat_tool_media
     return False
 
 
 REPAIR = Repair(
     name=NAME,
-    dialects=frozenset({Dialect.RESPONSES}),
+    dialects=frozenset({Dialect.RESPONSES, Dialect.CHAT}),
     apply=_apply,
     wanted=_wanted,
-    needles={Dialect.RESPONSES: (b"_call_output",)},
+    needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',)},
     doc=__doc__ or "",
 )

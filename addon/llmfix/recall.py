@@ -1,0 +1,41 @@
+"""Glue between traffic and :class:`llmfix.memory.Memory`: what llmfix remembers, and when it writes.
+
+Every turn of a conversation re-sends its whole history, so the same declared calls pass again and
+again; a call written in the last ``REFRESH_S`` seconds is not written again (the store's age bound is
+days, not minutes). Safe to use from the event loop and worker threads at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+
+from llmfix.memory import Memory, ToolCall
+
+REFRESH_S = 600.0
+MAX_RECENT = 20_000
+
+
+class Recall:
+    def __init__(self, memory: Memory, clock=time.monotonic) -> None:
+        self.memory = memory
+        self._clock = clock
+        self._recent: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, calls: Iterable[ToolCall]) -> int:
+        now = self._clock()
+        with self._lock:
+            fresh = [c for c in calls if now - self._recent.get(c.call_id, -REFRESH_S * 2) > REFRESH_S]
+            if len(self._recent) > MAX_RECENT:
+                self._recent.clear()
+            for c in fresh:
+                self._recent[c.call_id] = now
+        return self.memory.remember(fresh) if fresh else 0
+
+    def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
+        return self.memory.lookup(call_ids)
+
+    def close(self) -> None:
+        self.memory.close()
