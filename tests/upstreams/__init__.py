@@ -1,0 +1,1 @@
+"""Strict mock LLM upstreams for tests: the rules real upstreams enforce, and a server applying them."""

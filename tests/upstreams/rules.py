@@ -1,0 +1,65 @@
+"""What the real upstreams reject: one entry point shared by the mock servers and the tests.
+
+``check(rules, path, body)`` picks the dialect from the path (``/responses``, ``/chat/completions``,
+``/messages``) and the vendor's reading from ``rules``; it returns the first `Rejection` the real
+upstream would answer, or None when the body would be accepted. Pure: no I/O, never raises on odd
+bodies (only on an unknown rule-set name).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from tests.upstreams import chat_rules, messages_rules, responses_rules
+from tests.upstreams.errors import Rejection
+
+__all__ = ["RULE_SETS", "Rejection", "check", "dialect_of", "rules_for_host"]
+
+Dialect = Literal["responses", "chat", "messages"]
+RULE_SETS = ("xai", "openai", "deepseek", "anthropic", "spec")
+HOST_RULES = {
+    "api.x.ai": "xai",
+    "api.openai.com": "openai",
+    "api.deepseek.com": "deepseek",
+    "api.anthropic.com": "anthropic",
+}
+
+
+def rules_for_host(host: str | None) -> str:
+    """The rule set of a real upstream host (port ignored); ``"spec"`` for any other host."""
+    name = (host or "").strip().lower()
+    if name.count(":") == 1:  # host:port (a bare IPv6 address has several colons)
+        name = name.partition(":")[0]
+    return HOST_RULES.get(name, "spec")
+
+
+def dialect_of(path: str) -> Dialect | None:
+    """The API dialect of a request path (query string ignored), or None if unknown."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    if bare.endswith("/responses"):
+        return "responses"
+    if bare.endswith("/chat/completions"):
+        return "chat"
+    if bare.endswith("/messages"):
+        return "messages"
+    return None
+
+
+def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
+    """The rejection the upstream named by ``rules`` gives for ``body`` at ``path``, or None."""
+    if rules not in RULE_SETS:
+        raise ValueError(f"unknown rule set {rules!r}; expected one of {', '.join(RULE_SETS)}")
+    if not isinstance(body, dict):
+        return None
+    dialect = dialect_of(path)
+    if dialect == "responses":
+        return responses_rules.check_xai(body) if rules == "xai" else responses_rules.check_openai(body)
+    if dialect == "chat":
+        if rules == "deepseek":
+            return chat_rules.check_deepseek(body)
+        if rules == "xai":
+            return chat_rules.check_xai(body)
+        return chat_rules.check_openai(body)
+    if dialect == "messages":
+        return messages_rules.check(body)
+    return None
