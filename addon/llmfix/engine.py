@@ -7,13 +7,10 @@ reason, and the proxy forwards the request unchanged.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mitmproxy.net import encoding
-
-from llmfix import render, repairs, toolresults
+from llmfix import codec, render, repairs, toolresults
 from llmfix.changes import Change
 from llmfix.conversation import BadBody, check_shape, loads, parse, serialize
 from llmfix.learn import calls_in_request
@@ -61,27 +58,10 @@ class Outcome:
 
 def decode(raw: bytes, content_encoding: str | None) -> bytes:
     """The body without its Content-Encoding; a truncated or corrupt body raises :class:`BadBody`."""
-    ce = (content_encoding or "").strip().lower()
-    if not ce or ce == "identity":
-        return raw
-    if ce in ("gzip", "x-gzip"):
-        d = zlib.decompressobj(47)  # gzip or zlib header, auto-detected
-        try:
-            out = d.decompress(raw) + d.flush()
-        except zlib.error as e:
-            raise BadBody(f"cannot decode Content-Encoding {ce!r}: {e}") from None
-        if not d.eof:
-            raise BadBody(f"cannot decode Content-Encoding {ce!r}: the compressed body is truncated")
-        return out
     try:
-        out = encoding.decode(raw, ce)
-    except (ValueError, EOFError) as e:  # mitmproxy wraps unknown/stacked encodings in ValueError
-        raise BadBody(f"cannot decode Content-Encoding {ce!r}: {e}") from None
-    except Exception as e:  # the brotli/zstd bindings raise their own error types
-        raise BadBody(f"cannot decode Content-Encoding {ce!r}: {type(e).__name__}: {e}") from None
-    if not isinstance(out, bytes) or (raw and not out):
-        raise BadBody(f"cannot decode Content-Encoding {ce!r}: it yields no body")
-    return out
+        return codec.decode(raw, content_encoding)
+    except codec.CodecError as e:
+        raise BadBody(str(e)) from None
 
 
 _DECLARATIONS = {
@@ -145,12 +125,11 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
     out = serialize(conv.with_items(items))
-    ce = (req.content_encoding or "").strip().lower()
     return Outcome(
         "repaired",
         changes=tuple(changes),
         body=out,
-        wire=encoding.encode(out, ce) if ce and ce != "identity" else out,
+        wire=codec.encode(out, req.content_encoding),
         profile=resolved.profile.name,
         model=conv.model,
         before=tuple(render.lines(req.dialect, conv.items)),
