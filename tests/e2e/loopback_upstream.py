@@ -3,7 +3,8 @@
 Load it AFTER the addon under test (``mitmdump -s addon/fix.py -s tests/e2e/loopback_upstream.py
 --set loopback_upstream=127.0.0.1:PORT``), so that addon still sees the real host (api.x.ai, ...).
 
-- ``request``: records the original host in ``x-llmfix-test-original-host`` (the mock picks its rules
+- ``request``: leaves requests already addressed to 127.0.0.1 alone (gateway test doubles); for every
+  other one, records the original host in ``x-llmfix-test-original-host`` (the mock picks its rules
   from it), then points the flow at ``http://127.0.0.1:PORT`` keeping the path and the Host header.
 - ``server_connect``: refuses any server connection that is not to 127.0.0.1, so a test can never
   reach the internet, whatever the option says or another addon does.
@@ -55,6 +56,8 @@ class LoopbackUpstream:
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error:
             return
+        if flow.request.host == LOOPBACK:
+            return  # already on this machine (a gateway test double): leave it where it goes
         if self.port is None:
             flow.kill()
             logger.error("loopback_upstream is not set: killed %s", flow.request.pretty_url)
