@@ -60,7 +60,7 @@ _SECRET_NAME = re.compile(
     r"(?i)authorization|cookie|key|token|secret|auth|session|passw|credential|signature|account|organi[sz]ation"
     r"|project")
 _HARMLESS_NAME = re.compile(r"(?i)ratelimit")  # x-ratelimit-remaining-tokens & co: counters, not secrets
-_KEYISH = re.compile(rb"(?<![A-Za-z0-9+/_-])(?:" + _SECRETS.pattern.encode() + rb")")
+KEYISH = re.compile(rb"(?<![A-Za-z0-9+/_-])(?:" + _SECRETS.pattern.encode() + rb")")
 """An API-key-shaped string that starts a word (so ``task-notification`` or base64 image data never match)."""
 
 
@@ -73,7 +73,7 @@ def secret_name(name: str) -> bool:
 
 
 def scrub_text(text: str) -> str:
-    return _KEYISH.sub(REDACTED.encode(), text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
+    return KEYISH.sub(REDACTED.encode(), text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
 
 
 def _scrub_json_keys(value: Any) -> tuple[Any, int]:
@@ -100,7 +100,7 @@ def scrub_body(data: bytes) -> tuple[bytes, int]:
     Bytes change only where a secret was: a body without one comes back identical. When a JSON body has
     a secret-named key, it is re-serialized compactly (rare: keys normally travel in headers).
     """
-    out, count = _KEYISH.subn(REDACTED.encode(), data)
+    out, count = KEYISH.subn(REDACTED.encode(), data)
     head = out[:64].lstrip()[:1]
     if head in (b"{", b"["):
         try:
@@ -118,7 +118,7 @@ def redact_headers(headers: http.Headers) -> None:
         values = headers.get_all(name)
         if secret_name(name):
             headers.set_all(name, [REDACTED for _ in values])
-        elif any(_KEYISH.search(v.encode("utf-8", "surrogateescape")) for v in values):
+        elif any(KEYISH.search(v.encode("utf-8", "surrogateescape")) for v in values):
             headers.set_all(name, [scrub_text(v) for v in values])
 
 
@@ -185,7 +185,7 @@ def fixture_of(live: http.HTTPFlow) -> http.HTTPFlow:
 
 def _offline_settings(overrides: dict[str, Any]) -> engine.Settings:
     """The settings ``mitmdump -nr … -s addon/fix.py`` runs with: defaults + overrides, memory in RAM only."""
-    opts = SimpleNamespace(**{name: default for name, _, default, _ in options.OPTIONS}, **overrides)
+    opts = SimpleNamespace(**({name: default for name, _, default, _ in options.OPTIONS} | overrides))
     settings = options.parse_settings(opts)
     max_age = int(options.parse_duration(opts.llmfix_memory_max_age, "llmfix_memory_max_age"))
     recall = Recall(Memory(":memory:", max_age_s=max_age, max_entries=opts.llmfix_memory_max_entries))

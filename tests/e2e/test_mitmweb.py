@@ -134,7 +134,7 @@ def test_mitmweb_shows_llmfix_views_in_a_browser_and_captures_the_flow(
     assert isinstance(upstream.requests[-1].json["input"][3]["output"], str)  # repaired on the way
 
     flow = llm_flow(proxy, password)
-    assert flow["marked"] == ":wrench:"
+    assert flow["marked"] == "🔧"  # mitmweb sends the emoji for ":wrench:"
     assert flow["comment"] == "llmfix: hoist-tool-media (2 changes)"
     ARTIFACTS.mkdir(exist_ok=True)
 

@@ -8,10 +8,10 @@ import logging
 from pathlib import Path
 
 import pytest
-from llmfix.proxy import LLMFix
 from mitmproxy import contentviews, exceptions
 from mitmproxy.test import taddons
 
+from llmfix.proxy import LLMFix
 from tests.conftest import fixture_bytes, make_flow
 
 ROOT = Path(__file__).resolve().parents[2]

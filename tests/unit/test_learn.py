@@ -17,6 +17,7 @@ import pytest
 from backports import zstd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from llmfix.learn import StreamLearner, calls_in_request, learn_json_response
 from llmfix.memory import ToolCall
 

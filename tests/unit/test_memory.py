@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from llmfix.memory import MAX_ARGUMENTS_CHARS, PRUNE_EVERY_INSERTS, Memory, MemoryStoreError, ToolCall
 
 ADDON_DIR = Path(__file__).resolve().parents[2] / "addon"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from llmfix.profiles import ProfileTable, load_table, parse_table
 from llmfix.route import Dialect, dialect_for
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from llmfix.conversation import BadBody, parse, serialize, to_body
 from llmfix.route import Dialect
 from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
-
 from tests.conftest import FIXTURES, fixture_json
 
 CAPTURES = sorted(p for p in FIXTURES.rglob("*.json"))

@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import pytest
+
 from llmfix import engine
 from llmfix.memory import Memory, ToolCall
 from llmfix.route import Dialect
-
 from tests.conftest import fixture_bytes, fixture_json
 
 VERSIONS = ["0.215.0", "0.225.2"]

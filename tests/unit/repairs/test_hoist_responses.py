@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import pytest
+
 from llmfix import engine
 from llmfix.route import Dialect
-
 from tests.conftest import fixture_bytes, fixture_json
 
 PNG_A = "data:image/png;base64," + "A" * 120

@@ -9,7 +9,6 @@ from typing import Any
 from llmfix import engine
 from llmfix.media_window import MediaWindow
 from llmfix.route import Dialect
-
 from tests.conftest import fixture_json
 
 CODEX = fixture_json("codex/turn2_request.json")
