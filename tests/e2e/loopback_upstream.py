@@ -56,12 +56,12 @@ class LoopbackUpstream:
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error:
             return
-        if flow.request.host == LOOPBACK:
-            return  # already on this machine (a gateway test double): leave it where it goes
         if self.port is None:
             flow.kill()
             logger.error("loopback_upstream is not set: killed %s", flow.request.pretty_url)
             return
+        if flow.request.host == LOOPBACK:
+            return  # already on this machine (a gateway test double): leave it where it goes
         original_host, host_header = flow.request.host, flow.request.host_header
         flow.request.headers[ORIGINAL_HOST_HEADER] = original_host
         flow.request.scheme = "http"
