@@ -2,8 +2,11 @@
 
 In mitmweb's command bar or mitmproxy's console (``:``)::
 
-    llmfix.capture @focus flows/                  # → flows/<host>-<dialect>-<result>-<id>.flow + .expect.json
-    llmfix.capture @marked flows/my-bug.flow      # several flows in one file, replayed in order
+    llmfix.capture @marked flows/            # → flows/<host>-<dialect>-<result>-<id>.flow + .expect.json
+    llmfix.capture @focus flows/my-bug.flow  # console: the flow under the cursor, to a file name of your choice
+
+``@marked`` is every flow llmfix changed (it marks them 🔧), unless you marked others; any flow filter
+(``~u /v1/responses``) works too. Several flows go into one file and are replayed in request order.
 
 What is written, for each selected HTTP flow (in request order, into one file):
 
@@ -45,7 +48,7 @@ from llmfix.conversation import BadBody
 from llmfix.media_window import MediaWindow
 from llmfix.memory import Memory
 from llmfix.recall import Recall
-from llmfix.redact import _SECRET_KEYS, _SECRETS, _TOKEN_COUNT_KEYS
+from llmfix.redact import SECRET_KEYS, SECRETS, TOKEN_COUNT_KEYS
 
 logger = logging.getLogger("llmfix")
 
@@ -60,7 +63,7 @@ _SECRET_NAME = re.compile(
     r"(?i)authorization|cookie|key|token|secret|auth|session|passw|credential|signature|account|organi[sz]ation"
     r"|project")
 _HARMLESS_NAME = re.compile(r"(?i)ratelimit")  # x-ratelimit-remaining-tokens & co: counters, not secrets
-KEYISH = re.compile(rb"(?<![A-Za-z0-9+/_-])(?:" + _SECRETS.pattern.encode() + rb")")
+KEYISH = re.compile(rb"(?<![A-Za-z0-9+/_-])(?:" + SECRETS.pattern.encode() + rb")")
 """An API-key-shaped string that starts a word (so ``task-notification`` or base64 image data never match)."""
 
 
@@ -84,8 +87,8 @@ def _scrub_json_keys(value: Any) -> tuple[Any, int]:
     if isinstance(value, dict):
         out, count = {}, 0
         for k, v in value.items():
-            if (isinstance(v, str) and v and v != REDACTED and k not in _TOKEN_COUNT_KEYS
-                    and _SECRET_KEYS.match(k)):
+            if (isinstance(v, str) and v and v != REDACTED and k not in TOKEN_COUNT_KEYS
+                    and SECRET_KEYS.match(k)):
                 out[k], count = REDACTED, count + 1
             else:
                 out[k], n = _scrub_json_keys(v)
@@ -175,6 +178,8 @@ def fixture_of(live: http.HTTPFlow) -> http.HTTPFlow:
     for message in (f.request, f.response):
         if message is not None:
             redact_headers(message.headers)
+            if message.trailers:
+                redact_headers(message.trailers)
             _scrub_message(message)
     _redact_query(f.request)
     return f
@@ -206,7 +211,8 @@ def _expect_one(f: http.HTTPFlow, settings: engine.Settings) -> dict[str, Any]:
     entry["dialect"] = str(dialect)
     raw = r.raw_content
     if not raw:
-        return {**entry, "status": "failed", "reason": "empty body" if raw is not None else "body was streamed"}
+        reason = "empty body" if raw is not None else "body was streamed, llmfix cannot see it"
+        return {**entry, "status": "failed", "reason": reason}
     ce = r.headers.get("content-encoding")
     outcome = engine.process(engine.Request(dialect, r.host, r.port, raw, ce, f.id), settings)
     entry["status"] = outcome.status
@@ -316,8 +322,10 @@ class Capture:
             flow_path, sidecar, expected = write_fixture(selected, Path(path).expanduser())
         except OSError as e:
             raise exceptions.CommandError(f"llmfix.capture: cannot write {path}: {e.strerror or e}") from e
-        n = len(selected)
+        n, skipped = len(selected), len(flows) - len(selected)
         message = (f"llmfix.capture: wrote {n} flow{'s' if n != 1 else ''} to {flow_path} and {sidecar.name} "
                    f"(offline replay: {summary(expected)})")
+        if skipped:
+            message += f"; skipped {skipped} flow{'s' if skipped != 1 else ''} without an HTTP request body"
         logger.log(ALERT, message)
         return message

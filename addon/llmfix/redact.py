@@ -15,7 +15,7 @@ MAX_TEXT = 400
 
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+(?:;[\w=.+-]+)*;base64,[A-Za-z0-9+/=_-]*")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
-_SECRETS = re.compile(
+SECRETS = re.compile(
     r"(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}"  # OpenAI / Anthropic (sk-ant-…) / generic
     r"|xai-[A-Za-z0-9_\-]{8,}"
     r"|gsk_[A-Za-z0-9]{8,}"
@@ -25,9 +25,9 @@ _SECRETS = re.compile(
     r"|(?i:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
 )
-_SECRET_KEYS = re.compile(r"(?i)^(authorization|proxy-authorization|x-api-key|api[-_]?key|.*secret.*|.*token.*|"
+SECRET_KEYS = re.compile(r"(?i)^(authorization|proxy-authorization|x-api-key|api[-_]?key|.*secret.*|.*token.*|"
                           r"password|cookie|set-cookie)$")
-_TOKEN_COUNT_KEYS = frozenset({"max_tokens", "max_output_tokens", "max_completion_tokens", "output_tokens",
+TOKEN_COUNT_KEYS = frozenset({"max_tokens", "max_output_tokens", "max_completion_tokens", "output_tokens",
                                "input_tokens", "total_tokens", "cached_tokens", "reasoning_tokens"})
 
 
@@ -35,7 +35,7 @@ def redact_text(text: str, limit: int = MAX_TEXT) -> str:
     """A log-safe form of ``text``: media and base64 summarised, secrets masked, length bounded."""
     if "data:" in text:
         text = _DATA_URL.sub(lambda m: str(ref_for_url(m.group(0))), text)
-    text = _SECRETS.sub(lambda m: f"<secret {len(m.group(0))} chars>", text)
+    text = SECRETS.sub(lambda m: f"<secret {len(m.group(0))} chars>", text)
     text = _BASE64_RUN.sub(lambda m: f"<base64 {human_size(len(m.group(0)) * 3 // 4)} sha256:{digest(m.group(0))}>",
                            text)
     if limit and len(text) > limit:
@@ -55,7 +55,7 @@ def redact(value: Any, limit: int = MAX_TEXT) -> Any:
             return {**{k: redact(v, limit) for k, v in value.items() if k != "data"}, "data": str(ref)}
         out = {}
         for k, v in value.items():
-            if isinstance(k, str) and k not in _TOKEN_COUNT_KEYS and _SECRET_KEYS.match(k) and v:
+            if isinstance(k, str) and k not in TOKEN_COUNT_KEYS and SECRET_KEYS.match(k) and v:
                 out[k] = "<redacted>"
             else:
                 out[k] = redact(v, limit)

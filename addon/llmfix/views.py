@@ -114,18 +114,21 @@ def pretty_redacted(data: bytes) -> str:
 
 def original_text(flow: http.HTTPFlow, message: http.Message, data: bytes) -> str:
     info = flow.metadata.get(META)
-    original = info.get("original") if isinstance(info, dict) and message is flow.request else None
+    info = info if isinstance(info, dict) and message is flow.request else {}
+    names = ", ".join(info.get("repairs", []))
+    original = info.get("original")
     if isinstance(original, bytes):
         try:
-            body = decode(original, message.headers.get("content-encoding"))
+            data = decode(original, message.headers.get("content-encoding"))
         except BadBody as e:
             return f"# the client's original body cannot be decoded: {e}\n"
-        names = ", ".join(info.get("repairs", []))
-        head = (f"# the request as the client sent it; llmfix changed it ({names}) before sending it upstream\n"
-                "# media and base64 summarised, secrets masked\n")
-        return head + pretty_redacted(body)
-    what = "the request as the client sent it; llmfix did not change it" if message is flow.request else (
-        "the answer as the upstream sent it")
+        what = f"the request as the client sent it; llmfix changed it ({names}) before sending it upstream"
+    elif info.get("mode") == "report" and info.get("changes"):
+        what = f"the request as the client sent it, and as it went upstream (report mode: llmfix would apply {names})"
+    elif message is flow.request:
+        what = "the request as the client sent it; llmfix did not change it"
+    else:
+        what = "the answer as the upstream sent it"
     return f"# {what}\n# media and base64 summarised, secrets masked\n" + pretty_redacted(data)
 
 
@@ -178,9 +181,9 @@ def request_lines(dialect: Dialect, data: bytes, host: str) -> list[str]:
         facts.append(f"model {body['model']}")
     if body.get("stream"):
         facts.append("stream")
-    if tools := _names(body.get("tools"), _tool_name):
-        facts.append(f"tools: {tools}")
     head = ["# " + " · ".join(facts)]
+    if tools := _names(body.get("tools"), _tool_name):
+        head.append(f"# tools: {tools}")
     system = _system_text(body.get("instructions" if dialect is Dialect.RESPONSES else "system"))
     if system:
         head.append(f"# {'instructions' if dialect is Dialect.RESPONSES else 'system'}: "
@@ -396,11 +399,9 @@ def response_lines(dialect: Dialect, response: http.Response, data: bytes) -> li
             return [f"# HTTP {response.status_code}: a JSON {type(obj).__name__}"]
         facts = [f"{dialect} answer"]
     facts.insert(0, f"HTTP {response.status_code}")
-    for key in ("model", "status"):
-        if isinstance(obj.get(key), str):
-            facts.append(f"{key} {obj[key]}")
-    facts += [x for x in (_stop(obj), _usage(obj.get("usage"))) if x]
-    head = ["# " + " · ".join(facts)]
+    details = [f"{key} {obj[key]}" for key in ("model", "status") if isinstance(obj.get(key), str)]
+    details += [x for x in (_stop(obj), _usage(obj.get("usage"))) if x]
+    head = ["# " + " · ".join(facts), *(["# " + " · ".join(details)] if details else [])]
     if obj.get("error"):
         head.append(f"# error: {redact_text(json.dumps(obj['error'], ensure_ascii=False), 400)}")
         if not streamed and not any(k in obj for k in ("choices", "output", "content")):
