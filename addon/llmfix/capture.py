@@ -47,6 +47,7 @@ from llmfix import engine, learn, options, route
 from llmfix.conversation import BadBody
 from llmfix.media_window import MediaWindow
 from llmfix.memory import Memory
+from llmfix.proxy import UPSTREAM
 from llmfix.recall import Recall
 from llmfix.redact import SECRET_KEYS, SECRETS, TOKEN_COUNT_KEYS
 
@@ -170,6 +171,9 @@ def fixture_of(live: http.HTTPFlow) -> http.HTTPFlow:
     f.marked = ""
     f.intercepted = False
     f.comment = scrub_text("\n".join(x for x in live.comment.splitlines() if not x.startswith("llmfix:")))
+    routed = live.metadata.get(UPSTREAM)
+    if isinstance(routed, list | tuple) and len(routed) == 3:  # another addon re-pointed the flow after llmfix
+        f.request.scheme, f.request.host, f.request.port = routed
     original = info.get("original") if isinstance(info, dict) else None
     if isinstance(original, bytes):
         f.request.raw_content = original

@@ -27,6 +27,8 @@ OFFLOAD_BYTES = 256 * 1024
 MARKS = {"repair": ":wrench:", "report": ":mag:"}
 ROUTE = "llmfix_dialect"
 """flow.metadata key: the dialect of a routed LLM request, read again by the response hooks."""
+UPSTREAM = "llmfix_upstream"
+"""flow.metadata key: (scheme, host, port) the request was routed with, before any later addon re-points it."""
 
 
 def flow_name(flow: http.HTTPFlow) -> str:
@@ -105,6 +107,7 @@ class LLMFix:
         if dialect is None:
             return
         flow.metadata[ROUTE] = str(dialect)
+        flow.metadata[UPSTREAM] = (r.scheme, r.host, r.port)
         raw = r.raw_content
         if not raw:
             reason = "body was streamed, llmfix cannot see it" if raw is None else "empty body"

@@ -117,6 +117,14 @@ async def test_fixture_is_the_clients_original_request_redacted(fix) -> None:
     assert f.metadata["llmfix"]["original"] == XAI and f.request.headers["authorization"].endswith(KEY)
 
 
+async def test_fixture_keeps_the_host_llmfix_routed_with_when_a_later_addon_re_points_it(fix) -> None:
+    f = await repaired_xai(fix)
+    f.request.scheme, f.request.host, f.request.port = "http", "127.0.0.1", 9  # e.g. map_remote, after llmfix
+    fx = fixture_of(f)
+    assert (fx.request.scheme, fx.request.host, fx.request.port) == ("https", "api.x.ai", 443)
+    assert expectations([fx])[0]["repairs"] == ["hoist-tool-media"]
+
+
 async def test_an_edited_flows_backup_is_not_written(fix) -> None:
     f = await repaired_xai(fix)
     f.backup()
