@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from llmfix.route import Dialect
 from llmfix.wire import anthropic, chat, responses
-from llmfix.wire.base import wire_list
+from llmfix.wire.base import dump_items
 
 
 class BadBody(ValueError):
@@ -103,10 +103,14 @@ def _is_tag(p: Any) -> bool:
     return isinstance(p, str) and (p in _TAGS or "[" in p or "(" in p)
 
 
-def to_body(conv: Conversation) -> dict[str, Any]:
-    """The top-level object with the repaired array in place (other keys, and their order, kept)."""
-    return {**conv.body, conv.key: wire_list(conv.items)}
+def to_body(conv: Conversation, original: Conversation | None = None) -> dict[str, Any]:
+    """The top-level object with the (repaired) array in place; other keys, and their order, kept.
+
+    Objects of ``original`` that ``conv`` still holds are emitted as the exact JSON they were parsed from.
+    """
+    base = original or conv
+    return {**conv.body, conv.key: dump_items(conv.items, base.items, base.body[base.key])}
 
 
-def serialize(conv: Conversation) -> bytes:
-    return orjson.dumps(to_body(conv))
+def serialize(conv: Conversation, original: Conversation | None = None) -> bytes:
+    return orjson.dumps(to_body(conv, original))

@@ -124,7 +124,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         settings.window.observe(req.flow_id, toolresults.results(req.dialect, items))
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
-    out = serialize(conv.with_items(items))
+    out = serialize(conv.with_items(items), conv)
     return Outcome(
         "repaired",
         changes=tuple(changes),

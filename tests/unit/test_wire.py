@@ -33,16 +33,27 @@ def test_every_capture_round_trips_to_the_same_value(path) -> None:
     assert json.loads(serialize(conv)) == body
 
 
-def test_an_edited_item_keeps_its_key_order_and_unknown_fields() -> None:
+def test_an_edited_item_keeps_its_keys_and_unknown_fields_and_untouched_items_stay_verbatim() -> None:
     body = fixture_json("codex/turn2_request.json")
     conv = parse(Dialect.RESPONSES, body)
     out = conv.items[-1]
     assert isinstance(out, rs.ToolOutput)
-    edited = evolve(out, output="text")
-    wire = edited.to_wire()
-    assert list(wire) == list(body["input"][-1])  # type, id, call_id, output: same order
-    assert wire["id"].startswith("fco_")  # Codex's own field, unknown to the model, kept
-    assert wire["output"] == "text"
+    edited = conv.with_items([*conv.items[:-1], evolve(out, output="text")])
+    got = to_body(edited, conv)
+    assert set(got["input"][-1]) == set(body["input"][-1])  # type, id, call_id, output
+    assert got["input"][-1]["id"].startswith("fco_")  # Codex's own field, unknown to the model, kept
+    assert got["input"][-1]["output"] == "text"
+    assert all(a is b for a, b in zip(got["input"][:-1], body["input"][:-1], strict=True))  # the very same dicts
+
+
+def test_a_part_moved_into_a_new_message_is_emitted_verbatim() -> None:
+    body = fixture_json("pi-ai/xai_responses.json")
+    conv = parse(Dialect.RESPONSES, body)
+    image = conv.items[3].output[1]
+    moved = rs.Message(type="message", role="user", content=[image])
+    got = to_body(conv.with_items([*conv.items, moved]), conv)
+    assert got["input"][-1] == {"type": "message", "role": "user", "content": [body["input"][3]["output"][1]]}
+    assert got["input"][-1]["content"][0] is body["input"][3]["output"][1]
 
 
 def test_unknown_item_and_part_types_are_kept() -> None:
