@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from llmfix import codec, render, repairs, toolresults
 from llmfix.changes import Change
-from llmfix.conversation import BadBody, check_shape, loads, parse, serialize
+from llmfix.conversation import BadBody, loads, parse, serialize
 from llmfix.learn import calls_in_request
 from llmfix.profiles import ProfileTable
 from llmfix.repairs.base import Context
@@ -105,15 +105,13 @@ def _process(req: Request, settings: Settings) -> Outcome:
     observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, data)
     if not (todo or learn or observe or table.models) and len(data) > PARSE_ALWAYS:
         return Outcome("untouched", profile=host_only.profile.name)
-    body = loads(data)
-    if check_shape(req.dialect, body) is None:
+    conv = parse(req.dialect, loads(data))  # typed even when nothing may change: a wrong shape gets its warning
+    if conv is None:
         return Outcome("untouched", profile=host_only.profile.name)
     if learn:
-        settings.memory.remember(calls_in_request(str(req.dialect), body))
+        settings.memory.remember(calls_in_request(str(req.dialect), conv.body))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
-    conv = parse(req.dialect, body)
-    assert conv is not None
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
     if resolved is not host_only:
         todo = repairs.candidates(req.dialect, resolved.profile, data, settings.enabled)

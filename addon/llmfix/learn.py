@@ -67,7 +67,8 @@ def _responses_call(item: Any) -> ToolCall | None:
     """A Responses ``function_call`` / ``custom_tool_call`` item → ToolCall, or None."""
     if not isinstance(item, dict):
         return None
-    kind = _RESPONSES_KINDS.get(item.get("type"))
+    item_type = item.get("type")
+    kind = _RESPONSES_KINDS.get(item_type) if isinstance(item_type, str) else None
     if kind is None:
         return None
     call_id, name = item.get("call_id"), item.get("name")
