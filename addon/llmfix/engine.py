@@ -119,7 +119,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
     ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
     items, changes = repairs.run(conv.items, ctx, todo)
     if observe:
-        settings.window.observe(req.flow_id, toolresults.results(req.dialect, items))
+        window = settings.window
+        window.observe(req.flow_id, window.worth_keeping(toolresults.results(req.dialect, items)))
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
     out = serialize(conv.with_items(items), conv)

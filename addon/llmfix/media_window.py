@@ -40,6 +40,16 @@ class MediaWindow:
     def __bool__(self) -> bool:
         return bool(self._latest)
 
+    def knows(self, call_id: str | None) -> bool:
+        """Whether some request's observation of ``call_id`` is held (cheap; no liveness check)."""
+        return call_id in self._latest
+
+    def worth_keeping(self, results: list[Result]) -> list[Result]:
+        """What of a request's tool results to observe: those with media (what a restore needs), and those
+        overriding an observation held now (a client that dropped a call's media must win). Text-only
+        results of calls nobody holds change nothing, and recording them would cost every request."""
+        return [r for r in results if r.media or r.call_id in self._latest]
+
     def observe(self, flow_id: str, results: list[Result]) -> None:
         """Record what a request carries for each call id (after llmfix's own repairs)."""
         now = self._clock()

@@ -8,7 +8,7 @@ URL (data URL or http) that every dialect can carry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmfix.route import Dialect
@@ -36,6 +36,9 @@ class Result:
     call_id: str
     index: int  # position of the tool result's item / message in the conversation
     pieces: tuple[Piece, ...]
+    later: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    """The media parts outside tool results at or after this result in the same request (user messages…):
+    restore-tool-media compares what a client had there with what a gateway has there."""
 
     @property
     def text(self) -> str:
@@ -84,18 +87,43 @@ def _pieces(content: Any, convert: Any) -> tuple[Piece, ...]:
     return tuple(convert(p) for p in content)
 
 
+def loose_media(dialect: Dialect, items: list[Any]) -> list[tuple[int, Any]]:
+    """(index, part) of every media part outside tool results — in user messages and the like — in order."""
+    found: list[tuple[int, Any]] = []
+    message, media = _MESSAGE_AND_MEDIA[dialect]
+    for i, m in enumerate(items):  # isinstance, not getattr/hasattr: a missing attribute on a model is slow
+        if not isinstance(m, message) or not isinstance(m.content, list):
+            continue
+        if dialect is Dialect.CHAT and m.role == "tool":
+            continue
+        found += [(i, p) for p in m.content if isinstance(p, media)]
+    return found
+
+
+_MESSAGE_AND_MEDIA: dict[Dialect, tuple[type, tuple[type, ...]]] = {
+    Dialect.RESPONSES: (rs.Message, rs.MEDIA_PARTS),
+    Dialect.CHAT: (ch.Message, ch.MEDIA_PARTS),
+    Dialect.MESSAGES: (an.Message, (an.ImageBlock,)),
+}
+
+
 def results(dialect: Dialect, items: list[Any]) -> list[Result]:
     """Every tool result in the conversation that names its call."""
     out: list[Result] = []
+    loose = loose_media(dialect, items)
+
+    def later(index: int) -> tuple[Any, ...]:
+        return tuple(p for i, p in loose if i >= index) if loose else ()
+
     for i, m in enumerate(items):
         if dialect is Dialect.RESPONSES and isinstance(m, rs.ToolOutput) and m.call_id:
-            out.append(Result(m.call_id, i, _pieces(m.output, _responses_piece)))
+            out.append(Result(m.call_id, i, _pieces(m.output, _responses_piece), later(i)))
         elif dialect is Dialect.CHAT and isinstance(m, ch.Message) and m.role == "tool" and m.tool_call_id:
-            out.append(Result(m.tool_call_id, i, _pieces(m.content, _chat_piece)))
+            out.append(Result(m.tool_call_id, i, _pieces(m.content, _chat_piece), later(i)))
         elif dialect is Dialect.MESSAGES and isinstance(m, an.Message) and isinstance(m.content, list):
             for b in m.content:
                 if isinstance(b, an.ToolResult):
-                    out.append(Result(b.tool_use_id, i, _pieces(b.content, _anthropic_piece)))
+                    out.append(Result(b.tool_use_id, i, _pieces(b.content, _anthropic_piece), later(i)))
     return out
 
 

@@ -12,12 +12,16 @@ with ``input_image``, ``detail`` kept or ``"auto"``; Anthropic: image blocks in 
 Chat: image parts in the tool message, which hoist-tool-media then moves where the profile wants them).
 Only from a correlated request — the latest request that carried that call id, still in flight or
 ended within ``llmfix_restore_window`` — so a client that drops old images on purpose never gets them
-back, and a request with no such correlation is left alone (:mod:`llmfix.media_window`).
+back, and a request with no such correlation is left alone (:mod:`llmfix.media_window`). Only what is
+really missing: a gateway that moved the media out of the result itself (into a user message after the
+run, or after each result) did not lose them, so media the request carries at or after the result are
+not put back a second time.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from llmfix.changes import Change
@@ -25,8 +29,10 @@ from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.route import Dialect
-from llmfix.toolresults import Result, native, results
+from llmfix.toolresults import Result, loose_media, native, results
 from llmfix.wire import anthropic as an
+from llmfix.wire import chat as ch
+from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 
 NAME = "restore-tool-media"
@@ -38,8 +44,9 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
-def _restorable(r: Result, ctx: Context) -> tuple[list[Any], list[str]] | None:
-    """The native parts to put back for ``r``, and the media kinds that could not be carried."""
+def _restorable(r: Result, ctx: Context) -> tuple[list[Any], list[str], tuple[Any, ...]] | None:
+    """The native parts to put back for ``r``, the media kinds that could not be carried, and the media the
+    client's request had outside tool results at or after that result."""
     if r.media:
         return None
     seen = ctx.extras[WINDOW].correlated(r.call_id, ctx.extras[FLOW])
@@ -55,20 +62,60 @@ def _restorable(r: Result, ctx: Context) -> tuple[list[Any], list[str]] | None:
             lost.append(piece.kind)
         else:
             parts.append(part)
-    return parts, lost
+    return parts, lost, seen.result.later
+
+
+def _key(part: Any) -> tuple[str, str] | None:
+    """A media part's identity across dialects: its kind and the hash of its payload (data, URL or file id)."""
+    if not hasattr(part, "media"):
+        return None
+    ref = part.media()
+    return ref.kind, ref.digest
+
+
+def _call_ids(dialect: Dialect, items: list[Any]) -> Iterator[str | None]:
+    """The call ids of the tool results, without building anything (a cheap first check)."""
+    for m in items:
+        if dialect is Dialect.RESPONSES and isinstance(m, rs.ToolOutput):
+            yield m.call_id
+        elif dialect is Dialect.CHAT and isinstance(m, ch.Message) and m.role == "tool":
+            yield m.tool_call_id
+        elif dialect is Dialect.MESSAGES and isinstance(m, an.Message) and isinstance(m.content, list):
+            yield from (b.tool_use_id for b in m.content if isinstance(b, an.ToolResult))
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if not ctx.extras.get(WINDOW) or not ctx.extras.get(FLOW):
+    window, flow = ctx.extras.get(WINDOW), ctx.extras.get(FLOW)
+    if not window or not flow or not any(c and window.correlated(c, flow) for c in _call_ids(ctx.dialect, items)):
         return items, []
     out = list(items)
     changes: list[Change] = []
     blocks: dict[int, dict[str, list[Any]]] = defaultdict(dict)  # Anthropic: message index → call id → parts
-    for r in results(ctx.dialect, items):
-        found = _restorable(r, ctx)
-        if found is None:
+    candidates = [(r, found) for r in results(ctx.dialect, items) if (found := _restorable(r, ctx)) is not None]
+    if not candidates:
+        return items, []
+    # A gateway that already moved a result's media out of it (into a user message after the run, as pi-ai,
+    # LiteLLM and sub2api do, or after each result, as Droid does) did not lose them: a media part the request
+    # carries at or after the result, beyond the copies the client itself had there (a user who pasted the
+    # same image), counts as moved, once; only what is left comes back. Matched from the last result back,
+    # so the copies a later result's gateway moved after it are not claimed by an earlier result.
+    loose = [(i, _key(p)) for i, p in loose_media(ctx.dialect, items)]
+    taken: set[int] = set()
+    todo: list[tuple[Result, list[Any], list[str]]] = []
+    for r, (parts, lost, client_later) in reversed(candidates):
+        own = Counter(_key(p) for p in client_later)
+        present: list[int] = []
+        for n, part in enumerate(parts):
+            key = _key(part)
+            spare = [k for k, (i, lk) in enumerate(loose) if key and lk == key and i >= r.index and k not in taken]
+            if len(spare) > own[key]:
+                taken.add(spare[0])
+                present.append(n)
+        parts = [p for n, p in enumerate(parts) if n not in present]
+        if present and not any(hasattr(p, "media") for p in parts) and not lost:
             continue
-        parts, lost = found
+        todo.append((r, parts, lost))
+    for r, parts, lost in reversed(todo):
         if ctx.dialect is Dialect.MESSAGES:
             blocks[r.index][r.call_id] = parts
             where = f"messages[{r.index}] tool_result {r.call_id}"

@@ -13,7 +13,8 @@ message): user messages move to just after the last tool message, in their order
 whose call the assistant does not declare gets its declaration back from memory (learned from the
 streamed response that issued it, or from earlier requests) with its original name and arguments, in
 the order of the tool messages; a tool message nobody declared and memory does not know becomes a user
-message that keeps its content and names the call id. No orphan ever leaves; nothing is dropped.
+message that keeps its content and names the call id. No orphan ever leaves; nothing is dropped, except
+media the model cannot take (as hoist-tool-media decides): those become a placeholder and a ``dropped`` record.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any
 
 from llmfix.changes import Change
 from llmfix.profiles import Profile
+from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.hoist_tool_media import _kind, _triage  # the same media triage as hoist-tool-media
 from llmfix.route import Dialect
 from llmfix.wire import chat as ch
 from llmfix.wire.base import evolve
@@ -34,14 +37,24 @@ def orphan_label(call_id: str | None) -> str:
     return f"[Result of tool call {call_id or '(no id)'}; the call that asked for it is no longer in the conversation]"
 
 
-def _as_user(tool: ch.Message) -> ch.Message:
-    """A tool message nobody declared, as a user message keeping all its content."""
+def _as_user(tool: ch.Message, ctx: Context) -> tuple[ch.Message, tuple[str, ...]]:
+    """A tool message nobody declared, as a user message keeping all its content; and what had to be dropped.
+
+    Media the model cannot take (the triage of hoist-tool-media: a user message is no place for them
+    either) become a placeholder naming them, and each drop is returned for the change record.
+    """
     label = orphan_label(tool.tool_call_id)
-    if isinstance(tool.content, list):
-        content: str | list[Any] = [ch.TextPart(type="text", text=label), *tool.content]
-    else:
-        content = f"{label}\n{tool.content or ''}".rstrip("\n")
-    return ch.Message(role="user", content=content)
+    if not isinstance(tool.content, list):
+        return ch.Message(role="user", content=f"{label}\n{tool.content}" if tool.content else label), ()
+    media = [p for p in tool.content if isinstance(p, ch.MEDIA_PARTS)]
+    _, lost = _triage(media, ctx, tool.tool_call_id)
+    lost_ids = {id(p) for p, _ in lost}
+    notes = [placeholders.omitted([_kind(p) for p, r in lost if r == reason], reason)
+             for reason in dict.fromkeys(r for _, r in lost)]
+    content = [ch.TextPart(type="text", text=label), *(p for p in tool.content if id(p) not in lost_ids),
+               *(ch.TextPart(type="text", text=n) for n in notes)]
+    dropped = tuple(f"{p.media()} from {tool.tool_call_id}: {r}" for p, r in lost)
+    return ch.Message(role="user", content=content), dropped
 
 
 def _restored(call: Any) -> ch.ToolCall:
@@ -77,9 +90,11 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
         end = _span_end(items, i + 1) if anchor else None
         if not anchor and isinstance(m, ch.Message) and m.role == "tool":
             # a tool message with no assistant before it at all: nothing can declare it
-            out.append(_as_user(m))
+            converted, dropped = _as_user(m, ctx)
+            out.append(converted)
             changes.append(Change(NAME, f"messages[{i}]", f"tool message {m.tool_call_id} follows no assistant "
-                                  "message; kept as a user message naming the call", m.to_wire(), out[-1].to_wire()))
+                                  "message; kept as a user message naming the call", m.to_wire(), out[-1].to_wire(),
+                                  dropped))
             i += 1
             continue
         if end is None:
@@ -101,11 +116,11 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             elif msg.tool_call_id in declared or msg.tool_call_id in known:
                 keep_tools.append(msg)
             else:
-                converted = _as_user(msg)
+                converted, dropped = _as_user(msg, ctx)
                 after.append(converted)
                 changes.append(Change(NAME, f"messages[{idx}]", f"orphan tool message {msg.tool_call_id}: no "
                                       "declaration and none in memory; kept as a user message naming the call",
-                                      msg.to_wire(), converted.to_wire()))
+                                      msg.to_wire(), converted.to_wire(), dropped))
         assistant = m
         if known:
             by_id = {tc.id: tc for tc in (m.tool_calls or [])}
