@@ -228,7 +228,7 @@ def _expect_one(f: http.HTTPFlow, settings: engine.Settings) -> dict[str, Any]:
                   "conversation": list(outcome.after), "body_sha256": _sha256(outcome.body)}
     else:
         try:
-            entry["body_sha256"] = _sha256(engine.decode(raw, ce))
+            entry["body_sha256"] = _sha256(engine.decode(raw, ce, settings.max_body))
         except BadBody:
             entry["body_sha256"] = _sha256(raw)
     _learn_from_answer(f, dialect, settings)

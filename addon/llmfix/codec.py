@@ -29,49 +29,69 @@ class CodecError(ValueError):
 IDENTITY = ("", "identity")
 
 
-def _gunzip(raw: bytes) -> bytes:
+class TooLarge(CodecError):
+    """The decoded body would exceed the limit; decoding stopped there (a compression bomb costs nothing)."""
+
+
+def _check(out: bytearray, limit: int) -> None:
+    if len(out) > limit:
+        raise TooLarge(f"decoded body exceeds {limit} bytes")
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes:
     out = bytearray()
     data = raw
     while data:  # several gzip members may follow each other
         d = zlib.decompressobj(47)  # gzip or zlib header, auto-detected
-        out += d.decompress(data)
+        out += d.decompress(data, limit + 1 - len(out))
+        _check(out, limit)
         out += d.flush()
         if not d.eof:
+            _check(out, limit)
             raise CodecError("the compressed body is truncated")
         data = d.unused_data.lstrip(b"\x00")
     return bytes(out)
 
 
-def _inflate(raw: bytes) -> bytes:
+def _inflate(raw: bytes, limit: int) -> bytes:
     for wbits in (15, -15):  # zlib-wrapped, then raw deflate (both occur in the wild)
         d = zlib.decompressobj(wbits)
         try:
-            out = d.decompress(raw) + d.flush()
+            out = bytearray(d.decompress(raw, limit + 1))
         except zlib.error:
             continue
+        _check(out, limit)
+        out += d.flush()
         if d.eof:
-            return out
+            return bytes(out)
     raise CodecError("not a complete deflate stream")
 
 
-def _unzstd(raw: bytes) -> bytes:
+def _unzstd(raw: bytes, limit: int) -> bytes:
     out = bytearray()
     data = raw
     while data:  # frames without a content size and multi-frame bodies both decode here
         d = zstd.ZstdDecompressor()
-        out += d.decompress(data)
+        out += d.decompress(data, max_length=limit + 1 - len(out))
+        _check(out, limit)
         if not d.eof:
             raise CodecError("the compressed body is truncated")
         data = d.unused_data
     return bytes(out)
 
 
-def _unbrotli(raw: bytes) -> bytes:
+def _unbrotli(raw: bytes, limit: int) -> bytes:
     d = brotli.Decompressor()
-    out = d.process(raw)
+    out = bytearray(d.process(raw, output_buffer_limit=limit + 1))
+    while not d.is_finished() and len(out) <= limit:  # output held back by the limit: drain it
+        more = d.process(b"", output_buffer_limit=limit + 1 - len(out))
+        if not more:
+            break
+        out += more
+    _check(out, limit)
     if not d.is_finished():
         raise CodecError("the compressed body is truncated")
-    return out
+    return bytes(out)
 
 
 _DECODERS = {"gzip": _gunzip, "x-gzip": _gunzip, "deflate": _inflate, "br": _unbrotli, "zstd": _unzstd}
@@ -81,7 +101,8 @@ def normalize(content_encoding: str | None) -> str:
     return (content_encoding or "").strip().lower()
 
 
-def decode(raw: bytes, content_encoding: str | None) -> bytes:
+def decode(raw: bytes, content_encoding: str | None, limit: int = 1 << 62) -> bytes:
+    """``raw`` without its Content-Encoding; never inflates more than ``limit`` + 1 bytes."""
     ce = normalize(content_encoding)
     if ce in IDENTITY:
         return raw
@@ -93,7 +114,9 @@ def decode(raw: bytes, content_encoding: str | None) -> bytes:
     if not raw:
         return raw
     try:
-        return decoder(raw)
+        return decoder(raw, limit)
+    except TooLarge:
+        raise
     except CodecError as e:
         raise CodecError(f"cannot decode Content-Encoding {ce!r}: {e}") from None
     except Exception as e:  # zlib.error, brotli.error, zstd.ZstdError…

@@ -56,10 +56,12 @@ class Outcome:
         return list(dict.fromkeys(c.repair for c in self.changes))
 
 
-def decode(raw: bytes, content_encoding: str | None) -> bytes:
-    """The body without its Content-Encoding; a truncated or corrupt body raises :class:`BadBody`."""
+def decode(raw: bytes, content_encoding: str | None, limit: int = 1 << 62) -> bytes:
+    """The body without its Content-Encoding; a truncated, corrupt or too large body raises :class:`BadBody`."""
     try:
-        return codec.decode(raw, content_encoding)
+        return codec.decode(raw, content_encoding, limit)
+    except codec.TooLarge:
+        raise BadBody(f"decoded body exceeds llmfix_max_body={limit}") from None
     except codec.CodecError as e:
         raise BadBody(str(e)) from None
 
@@ -93,7 +95,7 @@ def process(req: Request, settings: Settings) -> Outcome:
 
 
 def _process(req: Request, settings: Settings) -> Outcome:
-    data = decode(req.raw, req.content_encoding)
+    data = decode(req.raw, req.content_encoding, settings.max_body)
     if len(data) > settings.max_body:
         return Outcome("failed", f"decoded body of {len(data)} bytes exceeds llmfix_max_body={settings.max_body}")
     if not _framed_as_object(data):
