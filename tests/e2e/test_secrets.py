@@ -1,0 +1,223 @@
+"""Promise 6 end to end: no API key and no base64 payload in anything llmfix writes or shows.
+
+A real mitmdump with llmfix runs at ``termlog_verbosity=debug`` with a JSONL change log and every flow
+saved (``save_stream_file``, streamed bodies stored). Requests carry keys in ``Authorization``,
+``x-api-key`` and ``api-key`` headers and ``sk-…``/``xai-…`` keys inside bodies — a tool output
+printing ``OPENAI_API_KEY=sk-proj-…``, a tool call's arguments, a user message — next to base64
+images; they are repaired (hoist-tool-media, untangle-tool-run, a dropped image), passed untouched,
+streamed back with a key in the answer, or rejected as bad input.
+
+Then every console line, every JSONL record, every saved flow's comment and llmfix's change lines and
+records in its metadata, and every content view of every saved request and response (auto, ``llmfix
+diff``, ``llmfix original``, ``llmfix conversation``) are scanned: no key (nor any 12-character piece
+of one), no 16-character piece of any image's base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mitmproxy import contentviews, http, io
+from mitmproxy.test import taddons
+
+from llmfix import views
+from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.upstreams.captures import capture_json
+from tests.upstreams.mock import MockUpstream
+
+pytestmark = pytest.mark.timeout(180)
+FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
+RNG = random.Random(66)
+ALNUM = string.ascii_letters + string.digits
+
+
+def key(prefix: str, n: int = 48) -> str:
+    return prefix + "".join(RNG.choice(ALNUM) for _ in range(n))
+
+
+BEARER = key("sk-proj-")
+ANTHROPIC_KEY = key("sk-ant-api03-")
+AZURE_KEY = "".join(RNG.choice("0123456789abcdef") for _ in range(32))  # Azure keys have no prefix: header only
+TOOL_KEY = key("sk-proj-")
+ARGS_KEY = key("xai-")
+USER_KEY = key("sk-")
+STREAM_KEY = key("sk-proj-")
+HEADER_KEYS = [BEARER, ANTHROPIC_KEY, AZURE_KEY]
+BODY_KEYS = [TOOL_KEY, ARGS_KEY, USER_KEY, STREAM_KEY]
+HEADERS = {"authorization": f"Bearer {BEARER}", "x-api-key": ANTHROPIC_KEY, "api-key": AZURE_KEY,
+           "content-type": "application/json"}
+IMAGES = [base64.b64encode(RNG.randbytes(n)).decode() for n in (3000, 2200, 1500, 900)]
+LEAK = f"here is the env:\nOPENAI_API_KEY={TOOL_KEY}\nHOME=/home/dev\n"
+
+
+def png(i: int) -> str:
+    return f"data:image/png;base64,{IMAGES[i]}"
+
+
+def xai_request() -> dict[str, Any]:
+    body = capture_json("pi-ai/xai_responses.json")
+    body["input"][1]["content"][0]["text"] += f" My key is {USER_KEY}."
+    body["input"][2]["arguments"] = json.dumps({"command": f"export XAI_API_KEY={ARGS_KEY}; cat .env"})
+    body["input"][3]["output"] = [{"type": "input_text", "text": LEAK},
+                                  {"type": "input_image", "image_url": png(0), "detail": "auto"}]
+    return body
+
+
+def droid_request() -> dict[str, Any]:
+    body = capture_json("droid/0.225.2__two_images__turn2.json")
+    n = len(body["messages"])
+    body["messages"][n - 4]["content"] = LEAK  # tool a's text
+    body["messages"][n - 3]["content"][1]["image_url"]["url"] = png(1)
+    body["messages"][n - 1]["content"][1]["image_url"]["url"] = png(2)
+    body["stream"] = False
+    return body
+
+
+def deepseek_request() -> dict[str, Any]:
+    return {"model": "deepseek-chat", "messages": [
+        {"role": "user", "content": f"use {USER_KEY}"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_s", "type": "function",
+             "function": {"name": "shot", "arguments": json.dumps({"k": ARGS_KEY})}}]},
+        {"role": "tool", "tool_call_id": "call_s",
+         "content": [{"type": "text", "text": LEAK}, {"type": "image_url", "image_url": {"url": png(3)}}]},
+    ]}
+
+
+def anthropic_request() -> dict[str, Any]:
+    body = capture_json("pi-ai/anthropic_messages.json")
+    body["messages"].append({"role": "user", "content": [{"type": "text", "text": LEAK},
+                                                         {"type": "image", "source": {
+                                                             "type": "base64", "media_type": "image/png",
+                                                             "data": IMAGES[0]}}]})
+    return body
+
+
+STREAMED_ANSWER = (
+    'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant",'
+    f'"content":"your key {STREAM_KEY} is exposed"}},"finish_reason":null}}]}}\n\n'
+    'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+    '"id":"call_z","type":"function","function":{"name":"Bash","arguments":'
+    + json.dumps(json.dumps({"cmd": f"echo {STREAM_KEY}"}))
+    + '}}]},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("secrets")
+    log, flows = tmp / "changes.jsonl", tmp / "flows.mitm"
+    with MockUpstream(rules="by-host") as upstream:
+        options = {"loopback_upstream": upstream.address, "llmfix_memory": ":memory:", "llmfix_log": str(log),
+                   "termlog_verbosity": "debug", "save_stream_file": str(flows), "store_streamed_bodies": "true"}
+        with Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options, confdir=tmp / "conf") as proxy:
+            with httpx.Client(proxy=proxy.url, verify=proxy.ssl_context(), trust_env=False, timeout=30) as c:
+                statuses = [
+                    c.post("https://api.x.ai/v1/responses", json=xai_request(), headers=HEADERS).status_code,
+                    c.post("https://api.openai.com/v1/chat/completions", json=droid_request(),
+                           headers=HEADERS).status_code,
+                    c.post("https://api.deepseek.com/v1/chat/completions", json=deepseek_request(),
+                           headers=HEADERS).status_code,
+                    c.post("https://api.anthropic.com/v1/messages", json=anthropic_request(),
+                           headers=HEADERS).status_code,
+                    c.post("https://api.openai.com/v1/chat/completions", content=b"{" + LEAK.encode() + b"}",
+                           headers=HEADERS).status_code,
+                ]
+                upstream.queue_sse(STREAMED_ANSWER)
+                with c.stream("POST", "https://api.openai.com/v1/chat/completions", headers=HEADERS,
+                              json={"model": "gpt-4.1", "stream": True,
+                                    "messages": [{"role": "user", "content": "hi"}]}) as r:
+                    statuses.append(r.status_code)
+                    streamed = r.read()
+            proxy.wait_for_output("llmfix: ", timeout=10)
+        yield {"console": proxy.output(), "log": log, "flows": flows, "statuses": statuses, "streamed": streamed,
+               "upstream": upstream}
+
+
+def leaks(text: str) -> list[str]:
+    """Every key (or 12-character piece of one) and every 16-character piece of an image found in ``text``."""
+    found = []
+    for secret in HEADER_KEYS + BODY_KEYS:
+        body = secret.split("-")[-1]
+        if any(body[i:i + 12] in text for i in range(len(body) - 11)):
+            found.append(f"key {secret[:10]}…")
+    for i, image in enumerate(IMAGES):
+        if any(image[j:j + 16] in text for j in range(0, len(image) - 15, 4)):
+            found.append(f"image {i}")
+    return found
+
+
+def load_flows(path: Path) -> list[http.HTTPFlow]:
+    with path.open("rb") as f:
+        return [flow for flow in io.FlowReader(f).stream() if isinstance(flow, http.HTTPFlow)]
+
+
+def test_the_scenario_ran_as_intended(run: dict[str, Any]) -> None:
+    assert run["statuses"] == [200, 200, 200, 200, 400, 200]
+    assert STREAM_KEY.encode() in run["streamed"]  # the key did reach the client: only logs must not show it
+    console = run["console"]
+    for repair in ("hoist-tool-media", "untangle-tool-run"):
+        assert repair in console
+    assert "does not take image input" in console
+    assert "left unchanged: body is not valid JSON" in console
+    assert "DEBUG" in console or "client connect" in console  # debug verbosity is on
+    records = [json.loads(line) for line in run["log"].read_text().splitlines()]
+    assert len(records) >= 5 and any(r.get("dropped") for r in records)
+    # the keys were really in what llmfix handled (else the scan below proves nothing)
+    sent = [r.body for r in run["upstream"].requests]
+    assert all(any(k.encode() in b for b in sent) for k in BODY_KEYS[:3])
+    assert all(any(k in r.headers.values() or f"Bearer {k}" in r.headers.values() for r in run["upstream"].requests)
+               for k in HEADER_KEYS)
+    # and the scanner finds them where they are: in the raw saved flows
+    raw = "\n".join(f.request.get_text(strict=False) or "" for f in load_flows(run["flows"]))
+    raw += "\n".join(str(f.request.headers) for f in load_flows(run["flows"]))
+    found = leaks(raw)  # STREAM_KEY is in a response; image 3 was dropped (deepseek-chat takes no images)
+    assert len(found) == len(HEADER_KEYS) + len(BODY_KEYS) - 1 + len(IMAGES) - 1 and "image 3" not in found
+
+
+def test_console_has_no_keys_and_no_base64(run: dict[str, Any]) -> None:
+    assert leaks(run["console"]) == []
+
+
+def test_jsonl_log_has_no_keys_and_no_base64(run: dict[str, Any]) -> None:
+    text = run["log"].read_text()
+    assert "<secret" in text and "sha256:" in text  # redacted, not dropped
+    assert leaks(text) == []
+
+
+def test_saved_flows_comments_and_change_records_have_no_keys(run: dict[str, Any]) -> None:
+    flows = load_flows(run["flows"])
+    assert len(flows) == 6
+    for flow in flows:
+        info = flow.metadata.get("llmfix") or {}
+        shown = [flow.comment, json.dumps(info.get("lines", [])), json.dumps(info.get("changes", [])),
+                 json.dumps(info.get("before", [])), json.dumps(info.get("after", []))]
+        assert leaks("\n".join(shown)) == [], flow.request.pretty_url
+
+
+@pytest.mark.parametrize("view", ["auto", "llmfix diff", "llmfix original", "llmfix conversation"])
+def test_content_views_have_no_keys_and_no_base64(run: dict[str, Any], view: str) -> None:
+    views.register()
+    rendered = masked = 0
+    with taddons.context():  # content views read mitmproxy's options
+        for flow in load_flows(run["flows"]):
+            for message in (flow.request, flow.response):
+                if message is None or not message.raw_content:
+                    continue
+                result = contentviews.prettify_message(message, flow, view_name=view)
+                if view == "auto" and not result.view_name.startswith("llmfix"):
+                    continue  # mitmproxy's own views show the body as it is: not llmfix's to redact
+                assert leaks(result.text) == [], (view, result.view_name, flow.request.pretty_url)
+                rendered += 1
+                masked += result.text.count("<secret")
+    assert rendered >= 3
+    if view in ("llmfix original", "llmfix conversation"):
+        assert masked, "no key was even shown masked: the scan saw nothing"
