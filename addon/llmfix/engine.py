@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from llmfix import codec, render, repairs, toolresults
+from llmfix import codec, media, render, repairs, toolresults
 from llmfix.changes import Change
 from llmfix.conversation import BadBody, loads, parse, serialize
 from llmfix.learn import calls_in_request
@@ -92,6 +92,8 @@ def process(req: Request, settings: Settings) -> Outcome:
         return _process(req, settings)
     except BadBody as e:
         return Outcome("failed", str(e))
+    finally:
+        media.forget()
 
 
 def _process(req: Request, settings: Settings) -> Outcome:

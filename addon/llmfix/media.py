@@ -8,6 +8,7 @@ same payload get the same name and a log can say which part went where without c
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -50,14 +51,50 @@ def base64_size(b64: str) -> int:
     return max(0, n * 3 // 4 - pad)
 
 
+_LARGE = 64 * 1024
+_CACHE_MAX = 32
+_cache: dict[tuple[int, str], tuple[str, MediaRef]] = {}
+_cache_lock = threading.Lock()
+
+
 def ref_for_url(url: str, kind: str = "image") -> MediaRef:
-    """Describe an image/file URL: a data URL by MIME and decoded size, an http(s) URL by host only."""
+    """Describe an image/file URL: a data URL by MIME and decoded size, an http(s) URL by host only.
+
+    A large URL's reference is remembered by the identity of its string: one request names the same image
+    in its repairs, its diff lines and its change records, and hashing 10 MB costs ~20 ms each time. The
+    cache holds at most a few strings and is emptied by :func:`forget` when each request is done.
+    """
+    if len(url) < _LARGE:
+        return _ref_for_url(url, kind)
+    key = (id(url), kind)
+    hit = _cache.get(key)
+    if hit is not None and hit[0] is url:
+        return hit[1]
+    ref = _ref_for_url(url, kind)
+    with _cache_lock:
+        if len(_cache) >= _CACHE_MAX:
+            _cache.clear()
+        _cache[key] = (url, ref)
+    return ref
+
+
+def forget() -> None:
+    """Drop the remembered references (and with them the strings they keep alive)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _ref_for_url(url: str, kind: str) -> MediaRef:
     if url.startswith("data:"):
-        header, _, payload = url.partition(",")
-        meta = header[5:]
+        raw = url.encode("utf-8", "surrogatepass")  # one copy; the payload is hashed through a view of it
+        comma = raw.find(b",", 0, 1024)
+        if comma < 0:
+            comma = len(raw)
+        meta = raw[5:comma].decode("utf-8", "replace")
         mime = meta.split(";", 1)[0] or None
-        size = base64_size(payload) if ";base64" in meta else len(payload)
-        return MediaRef(kind, mime, size, digest(payload))
+        n = len(raw) - comma - 1
+        size = max(0, n * 3 // 4 - raw[-2:].count(b"=")) if ";base64" in meta else max(0, n)
+        return MediaRef(kind, mime, size, hashlib.sha256(memoryview(raw)[comma + 1 :]).hexdigest()[:8])
     host = urlsplit(url).hostname if "://" in url else None
     return MediaRef(kind, None, None, digest(url), where="url", host=host)
 

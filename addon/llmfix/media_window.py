@@ -36,6 +36,7 @@ class MediaWindow:
         self._ended: dict[str, float | None] = {}  # flows that made an observation → when they ended
         self._lock = threading.Lock()
         self._since_prune = 0
+        self._last_prune = clock()
 
     def __bool__(self) -> bool:
         return bool(self._latest)
@@ -66,7 +67,10 @@ class MediaWindow:
         """The request ``flow_id`` has ended (answered or failed)."""
         with self._lock:
             if flow_id in self._ended:
-                self._ended[flow_id] = self._clock()
+                now = self._clock()
+                self._ended[flow_id] = now
+                if now - self._last_prune >= self.window_s:  # its media may be held only window_s longer
+                    self._prune(now)
 
     def correlated(self, call_id: str, flow_id: str) -> Seen | None:
         """The latest observation of ``call_id`` from another request that is in flight or just ended."""
@@ -85,6 +89,7 @@ class MediaWindow:
 
     def _prune(self, now: float) -> None:
         self._since_prune = 0
+        self._last_prune = now
         self._latest = {k: s for k, s in self._latest.items() if self._live(s, now)}
         while len(self._latest) > MAX_ENTRIES:
             self._latest.pop(next(iter(self._latest)))

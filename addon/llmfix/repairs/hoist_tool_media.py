@@ -33,8 +33,18 @@ from llmfix.wire.base import evolve
 NAME = "hoist-tool-media"
 
 
+_KINDS: tuple[tuple[type, str], ...] = (
+    (rs.InputImage, "image"), (ch.ImagePart, "image"), (rs.InputFile, "file"), (ch.FilePart, "file"),
+    (ch.AudioPart, "audio"),
+)
+
+
 def _kind(part: Any) -> str:
-    return part.media().kind if hasattr(part, "media") else str(getattr(part, "type", None) or "part")
+    """The media kind of a part, from its class alone (describing it would hash its payload)."""
+    for cls, kind in _KINDS:
+        if isinstance(part, cls):
+            return kind
+    return str(getattr(part, "type", None) or "part")
 
 
 def _triage(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[Any], list[tuple[Any, str]]]:
