@@ -858,7 +858,8 @@ def main(argv: list[str] | None = None) -> int:
     duration = time.time() - started
     mach = (f"{info['cpu']}, {info['cores']} cores (affinity {info['affinity']}), Linux {info['kernel']}, "
             f"Python {info['python']}, mitmproxy {info['mitmproxy']}, pydantic {info['pydantic']}, "
-            f"orjson {info['orjson']}, llmfix git {info['git']}")
+            f"orjson {info['orjson']}, llmfix git {info['git']}"
+            + ("" if args.addon.resolve() == (ROOT / "addon").resolve() else f"; measured addon: {args.addon}"))
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(started))
     md = [f"## llmfix bench — {'quick' if args.quick else 'full'} run, {when}",
           "", f"Machine: {mach}; load before {', '.join(f'{x:.2f}' for x in info['load_before'])}; "
