@@ -6,6 +6,7 @@ the reason, nothing raises, and the next request — pi-ai's xAI capture — is 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -60,6 +61,37 @@ async def test_bad_body_passes_unchanged_with_exactly_one_warning(case: Case, ca
         await addon.request(good)
         repaired = json.loads(good.request.content)
         assert good.marked == ":wrench:" and isinstance(repaired["input"][3]["output"], str)
+
+
+STALL = (
+    "finding: engine.process runs in a worker thread for big bodies, but typed parsing is one call into "
+    "pydantic-core that holds the GIL throughout (and, for a bad array, so does building every error in "
+    "conversation.parse), so a million-element message array freezes the event loop, and every other flow, "
+    "for about 2 s. Proposed fix (conversation.py): validate the array in slices of a few thousand items "
+    "(the GIL is released between calls) with FailFast, or refuse arrays over ~100k items before parsing."
+)
+
+
+@pytest.mark.xfail(strict=True, reason=STALL)
+@pytest.mark.parametrize("body", ["million-numbers-in-a-tool-body", "million-valid-messages"])
+async def test_a_million_element_body_does_not_stall_the_event_loop(body: str) -> None:
+    from tests.badinput.corpus import _million
+
+    raw = next((c.body() for c in CASES if c.name == body), None) or _million(
+        b'{"role":"user","content":"hi"}', b'"tool_choice":"tool",')
+    addon = LLMFix()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, llmfix_memory=":memory:")
+        flow = make_flow(raw, path="/v1/chat/completions", host="api.openai.com")
+        task = asyncio.create_task(addon.request(flow))
+        worst = 0.0
+        while not task.done():
+            started = time.perf_counter()
+            await asyncio.sleep(0.005)
+            worst = max(worst, time.perf_counter() - started)
+        await task
+        assert flow.request.raw_content == raw
+        assert worst < 0.5, f"the event loop stood still for {worst:.2f} s"
 
 
 async def test_a_streamed_request_body_is_left_alone_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
