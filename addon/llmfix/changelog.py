@@ -39,9 +39,12 @@ class JsonlLog:
             self._file.close()
 
 
-def records(context: dict[str, Any], changes: tuple[Change, ...]) -> list[dict[str, Any]]:
+def records(context: dict[str, Any], changes: tuple[Change, ...],
+            redacted: tuple[dict[str, Any], ...] = ()) -> list[dict[str, Any]]:
+    """One JSONL record per change; ``redacted``: their ``Change.record()`` when already computed."""
     now = time.time()
-    return [{"ts": round(now, 3), **context, **c.record()} for c in changes]
+    recs = redacted or tuple(c.record() for c in changes)
+    return [{"ts": round(now, 3), **context, **r} for r in recs]
 
 
 def console(prefix: str, changes: tuple[Change, ...], client: Any = None) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from llmfix import codec, media, render, repairs, toolresults
 from llmfix.changes import Change
 from llmfix.conversation import BadBody, loads, parse, serialize
+from llmfix.haystack import Searchable, haystack
 from llmfix.learn import calls_in_request
 from llmfix.profiles import ProfileTable
 from llmfix.repairs.base import Context
@@ -50,6 +51,8 @@ class Outcome:
     model: str | None = None
     before: tuple[str, ...] = ()  # rendered conversation lines, for the diff view
     after: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()  # Change.line() of each change, rendered here: off the event loop for large bodies
+    records: tuple[dict[str, Any], ...] = ()  # Change.record() of each change (redacted), likewise
 
     @property
     def repairs(self) -> list[str]:
@@ -104,9 +107,10 @@ def _process(req: Request, settings: Settings) -> Outcome:
         return Outcome("failed", f"body is not a JSON object (starts with {data[:16]!r})")
     table = settings.table
     host_only = table.resolve(req.host, req.port, None)
-    todo = repairs.candidates(req.dialect, host_only.profile, data, settings.enabled)
-    learn = settings.memory is not None and any(n in data for n in _DECLARATIONS[req.dialect])
-    observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, data)
+    hay = haystack(data)
+    todo = repairs.candidates(req.dialect, host_only.profile, hay, settings.enabled)
+    learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
+    observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
     if not (todo or learn or observe or table.models) and len(data) > PARSE_ALWAYS:
         return Outcome("untouched", profile=host_only.profile.name)
     conv = parse(req.dialect, loads(data))  # typed even when nothing may change: a wrong shape gets its warning
@@ -118,7 +122,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
     if resolved is not host_only:
-        todo = repairs.candidates(req.dialect, resolved.profile, data, settings.enabled)
+        todo = repairs.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     extras = {"media_window": settings.window, "flow_id": req.flow_id}
     ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
     items, changes = repairs.run(conv.items, ctx, todo)
@@ -137,6 +141,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
         model=conv.model,
         before=tuple(render.lines(req.dialect, conv.items)),
         after=tuple(render.lines(req.dialect, items)),
+        lines=tuple(c.line() for c in changes),
+        records=tuple(c.record() for c in changes),
     )
 
 
@@ -147,5 +153,5 @@ _TOOL_RESULTS = {
 }
 
 
-def _has_tool_results(dialect: Dialect, data: bytes) -> bool:
+def _has_tool_results(dialect: Dialect, data: Searchable) -> bool:
     return any(n in data for n in _TOOL_RESULTS[dialect])

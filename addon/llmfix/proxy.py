@@ -196,7 +196,7 @@ class LLMFix:
                 "profile": outcome.profile, "model": outcome.model, "mode": mode,
             }
             try:
-                self.log.write(changelog.records(context, outcome.changes))
+                self.log.write(changelog.records(context, outcome.changes, outcome.records))
             except OSError as e:
                 logger.warning("llmfix: cannot write change log %s: %s", self.log.path, e)
         flow.marked = MARKS[mode]
@@ -208,8 +208,8 @@ class LLMFix:
             "repairs": names,
             "profile": outcome.profile,
             "model": outcome.model,
-            "lines": [c.line() for c in outcome.changes],
-            "changes": [c.record() for c in outcome.changes],
+            "lines": list(outcome.lines) or [c.line() for c in outcome.changes],
+            "changes": list(outcome.records) or [c.record() for c in outcome.changes],
             "before": list(outcome.before),
             "after": list(outcome.after),
             "original": req.raw if mode == "repair" else None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.changes import Change
+from llmfix.haystack import Searchable
 from llmfix.repairs import flatten_tool_text, hoist_tool_media, restore_tool_media, untangle_tool_run
 from llmfix.repairs.base import Context, Repair
 
@@ -22,7 +23,7 @@ PIPELINE: tuple[Repair, ...] = (
 NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
 
 
-def candidates(ctx_dialect: Any, profile: Any, body: bytes, enabled: frozenset[str]) -> list[Repair]:
+def candidates(ctx_dialect: Any, profile: Any, body: Searchable, enabled: frozenset[str]) -> list[Repair]:
     """The enabled repairs that might change this body (cheap: profile flags and byte search only)."""
     return [r for r in PIPELINE if r.name in enabled and r.might_apply(ctx_dialect, profile, body)]
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llmfix.changes import Change
+from llmfix.haystack import Searchable
 from llmfix.profiles import Profile
 from llmfix.route import Dialect
 
@@ -45,7 +46,7 @@ class Repair:
     """Per dialect, byte strings at least one of which a body must contain for this repair to apply."""
     doc: str = ""
 
-    def might_apply(self, dialect: Dialect, profile: Profile, body: bytes) -> bool:
+    def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable) -> bool:
         if dialect not in self.dialects or not self.wanted(profile, dialect):
             return False
         needles = self.needles.get(dialect)
