@@ -44,8 +44,13 @@ class Profile(BaseModel):
     """May a Chat tool message's content be an array of text parts (R3) rather than only a string (R7)."""
     anthropic_tool_result_media: bool = True
     """May an Anthropic ``tool_result`` carry image blocks (Anthropic docs)."""
+    media_input: bool = True
+    """May a request carry image/file parts at all. False: every model is text-only, whatever the catalogue
+    says or does not know (R7: DeepSeek answers ``unknown variant `image_url`, expected `text``` for any
+    model), unless a profiles-file ``input`` names its modalities."""
 
 
+TEXT_ONLY = frozenset({"text"})
 FLAGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
 
 BUILTIN: dict[str, Profile] = {
@@ -59,7 +64,7 @@ BUILTIN: dict[str, Profile] = {
             responses_tool_output_array=False,
             responses_image_requires_url=True,
         ),
-        Profile(name="deepseek", catalogue="deepseek", chat_tool_text_array=False),
+        Profile(name="deepseek", catalogue="deepseek", chat_tool_text_array=False, media_input=False),
         Profile(name="anthropic", catalogue="anthropic"),
         Profile(name="openrouter", catalogue="openrouter"),
     )
@@ -122,6 +127,8 @@ class ProfileTable:
                 if fnmatch.fnmatchcase(model, o.pattern):
                     profile = _apply(profile, o)
                     modality_override = o.modalities or modality_override
+        if modality_override is None and not profile.media_input:
+            modality_override = TEXT_ONLY
         modalities = modality_override or catalogue.input_modalities(model, profile.catalogue)
         return Resolved(profile, modalities)
 

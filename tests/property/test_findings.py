@@ -17,9 +17,9 @@ Fixed by the maintainers in files issue 6 may not change (engine.py, codec.py, l
 - a Responses item whose ``type`` is a list or an object made ``engine.process`` raise (found by
   ``test_fuzz`` under the heavy profile).
 
-Not fixed, ``xfail(strict=True)`` with the proposed fix:
+Fixed later (profiles.py, the ``media_input`` flag, false for ``deepseek``):
 - a DeepSeek model the catalogue does not know (``deepseek-flash``, the id of the Droid captures' mock)
-  is assumed to take images, so its tool images are hoisted into a user message DeepSeek rejects.
+  was assumed to take images, so its tool images were hoisted into a user message DeepSeek rejects.
 """
 
 from __future__ import annotations
@@ -200,11 +200,6 @@ def test_a_tool_file_is_still_hoisted_for_a_model_that_takes_pdfs() -> None:
 # ------------------------------------------------------------------------------------ outside issue 6's files
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: DeepSeek's Chat API takes text parts only, but no profile flag says so; for a model the "
-    "models.dev catalogue does not know (deepseek-flash) llmfix assumes images are fine and hoists them into a "
-    "user message DeepSeek rejects. Proposed fix (profiles.py): a flag such as `media_input: bool` (false for "
-    "deepseek) that hoist/untangle's triage reads before the catalogue."))
 def test_deepseek_with_an_uncatalogued_model_gets_no_image_parts() -> None:
     body = {"model": "deepseek-flash", "messages": [
         {"role": "user", "content": "read a.png"},
@@ -213,8 +208,21 @@ def test_deepseek_with_an_uncatalogued_model_gets_no_image_parts() -> None:
         {"role": "tool", "tool_call_id": "c1",
          "content": [{"type": "text", "text": "a.png"}, {"type": "image_url", "image_url": {"url": IMAGE}}]},
     ]}
-    got = sent(process(Dialect.CHAT, "api.deepseek.com", body), body)
+    outcome = process(Dialect.CHAT, "api.deepseek.com", body)
+    got = sent(outcome, body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
+    assert "a.png" in got["messages"][2]["content"] and "image" in got["messages"][2]["content"]  # placeholder
+    dropped = [d for c in outcome.changes for d in c.dropped]
+    assert len(dropped) == 1 and "profile deepseek" in dropped[0] and "<image/png" in dropped[0]
+
+
+def test_a_profiles_file_input_still_wins_over_a_text_only_upstream_profile() -> None:
+    from llmfix.profiles import parse_table
+
+    table = parse_table({"models": {"deepseek-vision-*": {"input": ["text", "image"]}}})
+    assert table.resolve("api.deepseek.com", 443, "deepseek-vision-1").modalities == {"text", "image"}
+    assert table.resolve("api.deepseek.com", 443, "deepseek-flash").modalities == {"text"}
+    assert table.resolve("api.openai.com", 443, "some-new-model").modalities is None  # unknown: take what comes
 
 
 def gzip_bomb(size: int) -> bytes:

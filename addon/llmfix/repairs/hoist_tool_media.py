@@ -51,14 +51,15 @@ def _triage(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[A
     """Split media parts into those to forward and those the upstream/model cannot take (with why)."""
     forward: list[Any] = []
     dropped: list[tuple[Any, str]] = []
+    note = "" if ctx.profile.media_input else f" (upstream profile {ctx.profile.name}: no media input)"
     for p in parts:
         kind = _kind(p)
         if kind in ("image", "audio") and not takes(kind, ctx.modalities):
-            dropped.append((p, f"model {ctx.model} does not take {kind} input"))
+            dropped.append((p, f"model {ctx.model} does not take {kind} input{note}"))
         elif kind == "file" and ctx.modalities is not None and "pdf" not in ctx.modalities:
             # the catalogue names file input "pdf"; a text-only model's upstream rejects file parts (DeepSeek:
             # ``unknown variant `file```), so a known text-only model gets the placeholder, as for images
-            dropped.append((p, f"model {ctx.model} does not take file input"))
+            dropped.append((p, f"model {ctx.model} does not take file input{note}"))
         elif isinstance(p, rs.InputImage) and ctx.profile.responses_image_requires_url and not p.image_url:
             why = f"upstream profile {ctx.profile.name} needs image_url; a file_id-only image cannot be sent"
             dropped.append((p, why))
