@@ -143,3 +143,12 @@ def sse_request() -> bytes:
     """A small streamed Responses request (no tools)."""
     return dumps({"model": "gpt-4.1", "stream": True, "input": [
         {"role": "user", "content": [{"type": "input_text", "text": "Say hello, token by token."}]}]})
+
+
+def million_messages() -> bytes:
+    """A Chat request of 1,000,000 one-word user messages (~30 MB) ending in a valid tool round trip: the worst
+    case for parsing (one JSON object per item, no base64) that llmfix must parse (a tool message is there)."""
+    item = b'{"role":"user","content":"hi"}'
+    run = (b'{"role":"assistant","content":null,"tool_calls":[{"id":"call_m","type":"function",'
+           b'"function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_m","content":"ok"}')
+    return b'{"model":"gpt-4.1","messages":[' + b",".join([item] * 1_000_000) + b"," + run + b"]}"

@@ -33,6 +33,7 @@ threads (``/proc/<pid>/task/*/schedstat``, ns resolution) over the cell, per req
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import itertools
 import json
@@ -73,6 +74,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 MS = 1e3
 CELLS = ("get", "nonllm", "chat2k", "codex200k", "img10m", "codeximg10m", "repair10m", "sse", "concurrent",
          "rss_200k_repair", "rss_10m_new_ids")
+IN_PROCESS = ("pipeline", "stall", "store")  # run after the proxies have stopped
 
 
 # ------------------------------------------------------------------------------------------- modes
@@ -566,6 +568,36 @@ class Bench:
                 self.rows.append(Row(f"  engine.process alone: {name} [{'/'.join(v['status'])}] p50",
                                      v["orjson_roundtrip_ms"]["p50"], v["engine_ms"]["p50"], "ms"))
 
+    # -- event-loop stalls ----------------------------------------------------------------------
+
+    def stall_cell(self, cases: dict[str, tuple[str, str, bytes]]) -> None:
+        """The event loop's longest gap while ``engine.process`` runs in a worker thread, as the proxy runs
+        large bodies. Work that holds the GIL in one C call (a JSON parse, one pydantic-core validation)
+        freezes every other flow for its whole duration; pure-Python work yields every 5 ms."""
+        process, make = _engine(self.tmp)
+        self.log(f"event-loop stalls: {len(cases)} bodies, 3 runs each")
+
+        async def worst_gap(req: Any) -> tuple[float, float, str]:
+            task = asyncio.ensure_future(asyncio.to_thread(process, req))
+            worst, started = 0.0, time.perf_counter()
+            while not task.done():
+                t = time.perf_counter()
+                await asyncio.sleep(0.001)
+                worst = max(worst, time.perf_counter() - t)
+            outcome = await task
+            return worst, time.perf_counter() - started, outcome.status
+
+        res: dict[str, Any] = {}
+        for name, (dialect, host, body) in cases.items():
+            runs = [asyncio.run(worst_gap(make(dialect, host, body))) for _ in range(3)]
+            res[name] = {"worst_gap_ms": [r[0] * MS for r in runs], "took_ms": [r[1] * MS for r in runs],
+                         "status": sorted({r[2] for r in runs})}
+            self.rows.append(Row(f"event loop's longest stall while a worker processes: {name} "
+                                 f"[{'/'.join(res[name]['status'])}, {statistics.median(res[name]['took_ms']):.0f} ms]",
+                                 None, statistics.median(res[name]["worst_gap_ms"]), "ms"))
+        self.raw["stall"] = res
+
+
     # -- memory store ---------------------------------------------------------------------------
 
     def store_cell(self) -> None:
@@ -761,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
                          "summarise them with bench/pyspy_top.py")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON and markdown results")
     ap.add_argument("--only", default="", metavar="CELLS",
-                    help="run only these cells (comma-separated): " + ", ".join((*CELLS, "pipeline", "store")))
+                    help="run only these cells (comma-separated): " + ", ".join((*CELLS, *IN_PROCESS)))
     ap.add_argument("--addon", type=Path, default=ROOT / "addon", metavar="DIR",
                     help="the addon directory to measure (default: addon/); point it at a scratch copy\n"
                          "with a proposed change to measure it against bare mitmdump the same way")
@@ -770,7 +802,7 @@ def main(argv: list[str] | None = None) -> int:
     FIX_SCRIPT = args.addon.resolve() / "fix.py"
     sys.path.insert(0, str(args.addon.resolve()))  # the in-process cells import this llmfix
     only = frozenset(filter(None, args.only.split(",")))
-    unknown = only - {*CELLS, "pipeline", "store"}
+    unknown = only - {*CELLS, *IN_PROCESS}
     if unknown:
         ap.error(f"unknown cell(s) {sorted(unknown)}")
 
@@ -851,6 +883,11 @@ def main(argv: list[str] | None = None) -> int:
             "200 KB Codex (OpenAI)": ("responses", "api.openai.com", b_codex),
             "2 KB chat (OpenAI)": ("chat", "api.openai.com", b_chat),
         }, "10 MB repair (xAI)")
+    if want("stall"):
+        b.stall_cell({
+            "10 MB repair (xAI)": ("responses", "api.x.ai", b_repair),
+            "1,000,000 short chat messages (OpenAI, 30 MB)": ("chat", "api.openai.com", bodies.million_messages()),
+        })
     if want("store"):
         b.store_cell()
     shutil.rmtree(tmp, ignore_errors=True)
