@@ -34,12 +34,6 @@ RESPONSES = "/v1/responses"
 MESSAGES = "/v1/messages"
 MB = 1024 * 1024
 
-NO_WARNING_OVER_PARSE_ALWAYS = (
-    "finding: engine.process does not parse bodies over PARSE_ALWAYS (1 MiB) that no repair could touch, so "
-    "invalid JSON there passes with no warning (by design for speed; promise 3 says one warning)"
-)
-
-
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -232,13 +226,12 @@ CASES: list[Case] = [
          "recursion limit"),
     Case("million-numbers-in-a-tool-body", lambda: _million(b"1", b'"tool_choice":"tool",'),
          r"unexpected shape at messages\[0\]", big=True),  # e2e: test_a_slow_bad_body_does_not_stall_other_flows
-    Case("million-numbers-no-tools", lambda: _million(b"1"), r"unexpected shape at messages\[0\]",
-         known=NO_WARNING_OVER_PARSE_ALWAYS, big=True),
+    Case("million-numbers-no-tools", lambda: _million(b"1"), r"unexpected shape at messages\[0\]", big=True),
     Case("50mb-truncated", lambda: _big_chat(50 * MB)[: 50 * MB], "not a JSON object", e2e=True, big=True),
     Case("50mb-invalid-json-in-tool-body", lambda: _big_chat(50 * MB)[:-10] + b"}]}]}", "not valid JSON", big=True),
     Case("50mb-invalid-json-no-tools",
          lambda: b'{"model":"gpt-4.1","messages":[{"role":"user","content":"' + b"A" * (50 * MB) + b'"},]}',
-         "not valid JSON", known=NO_WARNING_OVER_PARSE_ALWAYS, big=True),
+         "not valid JSON", big=True),
     Case("70mb-valid-over-max-body", lambda: _big_xai(70 * MB), r"body of \d+ bytes exceeds llmfix_max_body=67108864",
          RESPONSES, "api.x.ai", e2e=True, big=True),
     Case("gzip-bomb-200mb", lambda: _bomb(200 * MB), r"decoded body (of \d+ bytes )?exceeds llmfix_max_body",
