@@ -86,7 +86,7 @@ class MockHandler(BaseHTTPRequestHandler):
         try:
             plain = _decode(raw, content_encoding)
             data = json.loads(plain)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:  # too deep to parse is bad JSON as well
             return None, invalid_json(rules, str(e))
         if not isinstance(data, dict):
             return data, invalid_json(rules, "the body must be a JSON object")

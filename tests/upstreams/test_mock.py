@@ -268,3 +268,13 @@ def test_rejects_unknown_rule_set() -> None:
 def test_queue_sse_bounds_the_delay() -> None:
     with pytest.raises(ValueError, match="chunk_delay"):
         MockUpstream(rules="openai").queue_sse("data: x\n\n", chunk_delay=60)
+
+
+def test_json_too_deep_to_parse_is_answered_as_invalid_json_and_the_mock_keeps_serving() -> None:
+    deep = b'{"messages":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with MockUpstream(rules="openai") as up:
+        response = httpx.post(f"{up.url}/v1/chat/completions", content=deep, timeout=10)
+        assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+        ok = httpx.post(f"{up.url}/v1/chat/completions", json={"model": "m", "messages": [
+            {"role": "user", "content": "hi"}]}, timeout=10)
+        assert ok.status_code == 200
