@@ -78,10 +78,16 @@ _DECLARATIONS = {
 
 
 
-def _framed_as_object(data: bytes) -> bool:
+def _not_an_object(data: bytes) -> str | None:
+    """Why ``data`` cannot be a JSON object, judged from its ends; None when it may be one.
+
+    The reason names one byte at most: a warning must never carry body bytes (a key, a payload)."""
     head = data[:64].lstrip()
-    tail = data[-64:].rstrip()
-    return head.startswith(b"{") and tail.endswith(b"}")
+    if not head.startswith(b"{"):
+        return f"starts with {head[:1]!r}" if head else "only whitespace"
+    if not data[-64:].rstrip().endswith(b"}"):
+        return "does not end with '}': truncated?"
+    return None
 
 
 def process(req: Request, settings: Settings) -> Outcome:
@@ -100,8 +106,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
     data = decode(req.raw, req.content_encoding, settings.max_body)
     if len(data) > settings.max_body:
         return Outcome("failed", f"decoded body of {len(data)} bytes exceeds llmfix_max_body={settings.max_body}")
-    if not _framed_as_object(data):
-        return Outcome("failed", f"body is not a JSON object (starts with {data[:16]!r})")
+    if (why := _not_an_object(data)) is not None:
+        return Outcome("failed", f"body is not a JSON object ({why})")
     table = settings.table
     host_only = table.resolve(req.host, req.port, None)
     hay = haystack(data)

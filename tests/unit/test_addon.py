@@ -143,6 +143,18 @@ async def test_bad_input_passes_unchanged_with_one_warning(addon, caplog, raw, h
     assert re.search(reason, warnings[0])
 
 
+@pytest.mark.parametrize("raw", [b"sk-proj-Zx81kQ0b7yTq", b'  {"api_key":"sk-proj-Zx81kQ0b7yTq", "x": 1',
+                                 b"xai-Zx81kQ0b7yTqWp\n"])
+async def test_a_bad_body_warning_carries_no_body_bytes(addon, caplog, raw) -> None:
+    a, _ = addon
+    f = make_flow(raw)
+    with caplog.at_level(logging.WARNING):
+        await a.request(f)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "not a JSON object" in warnings[0]
+    assert "Zx81" not in warnings[0] and "proj" not in warnings[0]
+
+
 async def test_oversized_body_passes_with_a_warning(addon, caplog) -> None:
     a, tctx = addon
     tctx.configure(a, llmfix_max_body="1k")
