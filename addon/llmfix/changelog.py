@@ -47,7 +47,8 @@ def records(context: dict[str, Any], changes: tuple[Change, ...],
     return [{"ts": round(now, 3), **context, **r} for r in recs]
 
 
-def console(prefix: str, changes: tuple[Change, ...], client: Any = None) -> None:
+def console(prefix: str, changes: tuple[Change, ...], client: Any = None, lines: tuple[str, ...] = ()) -> None:
+    """One console line per change; ``lines``: their ``Change.line()`` when already computed."""
     extra = {"client": client} if client else None
-    for c in changes:
-        logger.info("%s %s", prefix, c.line(), extra=extra)
+    for line in lines or tuple(c.line() for c in changes):
+        logger.info("%s %s", prefix, line, extra=extra)

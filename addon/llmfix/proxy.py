@@ -188,7 +188,7 @@ class LLMFix:
         names = outcome.repairs
         verb = "" if mode == "repair" else "would "
         prefix = f"llmfix{'' if mode == 'repair' else ' (report)'}: {flow_name(flow)}"
-        changelog.console(prefix, outcome.changes, flow.client_conn.peername if flow.live else None)
+        changelog.console(prefix, outcome.changes, flow.client_conn.peername if flow.live else None, outcome.lines)
         if self.log:
             context = {
                 "flow": flow.id, "method": flow.request.method, "host": flow.request.pretty_host,
