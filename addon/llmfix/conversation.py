@@ -14,6 +14,7 @@ import orjson
 import pydantic_core
 from pydantic import FailFast, TypeAdapter, ValidationError
 
+from llmfix import dumps
 from llmfix.route import Dialect
 from llmfix.wire import anthropic, chat, responses
 from llmfix.wire.base import dump_items
@@ -134,5 +135,8 @@ def to_body(conv: Conversation, original: Conversation | None = None) -> dict[st
     return {**conv.body, conv.key: dump_items(conv.items, base.items, base.body[base.key])}
 
 
-def serialize(conv: Conversation, original: Conversation | None = None) -> bytes:
-    return orjson.dumps(to_body(conv, original))
+def serialize(conv: Conversation, original: Conversation | None = None, *, size: int = 0) -> bytes:
+    """The repaired body's JSON. ``size``: the original body's length; from :data:`dumps.BIG` on, megabyte
+    strings (images) are encoded a slice at a time so that the GIL is never held for long."""
+    body = to_body(conv, original)
+    return dumps.dumps(body) if size >= dumps.BIG else orjson.dumps(body)

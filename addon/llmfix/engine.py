@@ -134,7 +134,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         window.observe(req.flow_id, window.worth_keeping(toolresults.results(req.dialect, items)))
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
-    out = serialize(conv.with_items(items), conv)
+    out = serialize(conv.with_items(items), conv, size=len(data))
     return Outcome(
         "repaired",
         changes=tuple(changes),
