@@ -120,7 +120,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if conv is None:
         return Outcome("untouched", profile=host_only.profile.name)
     if learn:
-        settings.memory.remember(calls_in_request(str(req.dialect), conv.body))
+        memory = settings.memory
+        memory.remember(calls_in_request(str(req.dialect), conv.body, getattr(memory, "recently_written", _never)))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
@@ -131,7 +132,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
     items, changes = repairs.run(conv.items, ctx, todo)
     if observe:
         window = settings.window
-        window.observe(req.flow_id, window.worth_keeping(toolresults.results(req.dialect, items)))
+        seen = toolresults.results(req.dialect, items, text_too=window.knows)  # string results: only to override
+        window.observe(req.flow_id, window.worth_keeping(seen))
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
     out = serialize(conv.with_items(items), conv, size=len(data))
@@ -154,6 +156,10 @@ _TOOL_RESULTS = {
     Dialect.RESPONSES: (b"_call_output",),
     Dialect.MESSAGES: (b"tool_result",),
 }
+
+
+def _never(_: Any) -> bool:
+    return False
 
 
 def _has_tool_results(dialect: Dialect, data: Searchable) -> bool:

@@ -125,8 +125,12 @@ def learn_json_response(dialect: str, body: bytes) -> list[ToolCall]:
         return []
 
 
-def calls_in_request(dialect: str, body: dict[str, Any]) -> list[ToolCall]:
-    """Tool calls that a request's history declares, in order. Malformed entries are skipped."""
+def calls_in_request(dialect: str, body: dict[str, Any], known: Callable[[Any], bool] = lambda _: False
+                     ) -> list[ToolCall]:
+    """Tool calls that a request's history declares, in order. Malformed entries are skipped.
+
+    ``known(call_id)``: calls to leave out unread (each turn re-sends the whole history, and the ones
+    remembered a moment ago need no ToolCall built again)."""
     _check_dialect(dialect)
     if not isinstance(body, dict):
         return []
@@ -137,15 +141,19 @@ def calls_in_request(dialect: str, body: dict[str, Any]) -> list[ToolCall]:
             for msg in _dicts(body.get("messages"))
             if msg.get("role") == "assistant"
             for tc in _dicts(msg.get("tool_calls"))
+            if not known(tc.get("id"))
         ]
     elif dialect == "responses":
-        calls = [_responses_call(item) for item in _dicts(body.get("input"))]
+        calls = [_responses_call(item) for item in _dicts(body.get("input"))
+                 if isinstance(kind := item.get("type"), str) and kind in _RESPONSES_KINDS
+                 and not known(item.get("call_id"))]
     else:
         calls = [
             _anthropic_call(block)
             for msg in _dicts(body.get("messages"))
             if msg.get("role") == "assistant"
             for block in _dicts(msg.get("content"))
+            if not known(block.get("id"))
         ]
     return [c for c in calls if c is not None]
 

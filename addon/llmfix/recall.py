@@ -34,6 +34,11 @@ class Recall:
                 self._recent[c.call_id] = now
         return self.memory.remember(fresh) if fresh else 0
 
+    def recently_written(self, call_id: object) -> bool:
+        """Whether ``call_id`` was written in the last ``REFRESH_S`` seconds (so `remember` would skip it)."""
+        at = self._recent.get(call_id) if isinstance(call_id, str) else None  # one dict read: no lock needed
+        return at is not None and self._clock() - at <= REFRESH_S
+
     def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
         return self.memory.lookup(call_ids)
 

@@ -8,6 +8,7 @@ URL (data URL or http) that every dialect can carry.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,22 +108,30 @@ _MESSAGE_AND_MEDIA: dict[Dialect, tuple[type, tuple[type, ...]]] = {
 }
 
 
-def results(dialect: Dialect, items: list[Any]) -> list[Result]:
-    """Every tool result in the conversation that names its call."""
+def results(dialect: Dialect, items: list[Any], text_too: Callable[[str], bool] | None = None) -> list[Result]:
+    """Every tool result in the conversation that names its call.
+
+    ``text_too``: when given, a result whose content is a plain string (it cannot hold media) is listed
+    only if ``text_too(call_id)`` says so, and costs nothing otherwise."""
     out: list[Result] = []
     loose = loose_media(dialect, items)
 
     def later(index: int) -> tuple[Any, ...]:
         return tuple(p for i, p in loose if i >= index) if loose else ()
 
+    def wanted(call_id: str, content: Any) -> bool:
+        return text_too is None or not isinstance(content, str) or text_too(call_id)
+
     for i, m in enumerate(items):
         if dialect is Dialect.RESPONSES and isinstance(m, rs.ToolOutput) and m.call_id:
-            out.append(Result(m.call_id, i, _pieces(m.output, _responses_piece), later(i)))
+            if wanted(m.call_id, m.output):
+                out.append(Result(m.call_id, i, _pieces(m.output, _responses_piece), later(i)))
         elif dialect is Dialect.CHAT and isinstance(m, ch.Message) and m.role == "tool" and m.tool_call_id:
-            out.append(Result(m.tool_call_id, i, _pieces(m.content, _chat_piece), later(i)))
+            if wanted(m.tool_call_id, m.content):
+                out.append(Result(m.tool_call_id, i, _pieces(m.content, _chat_piece), later(i)))
         elif dialect is Dialect.MESSAGES and isinstance(m, an.Message) and isinstance(m.content, list):
             for b in m.content:
-                if isinstance(b, an.ToolResult):
+                if isinstance(b, an.ToolResult) and wanted(b.tool_use_id, b.content):
                     out.append(Result(b.tool_use_id, i, _pieces(b.content, _anthropic_piece), later(i)))
     return out
 
