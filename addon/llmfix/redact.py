@@ -46,7 +46,7 @@ def redact_text(text: str, limit: int = MAX_TEXT) -> str:
     """
     if len(text) > _LONG:
         if text.startswith("data:") and _DATA_URL_HEAD.match(text, 0, 512) and " " not in text and "\n" not in text:
-            return str(ref_for_url(text))
+            return _bounded(_redact(str(ref_for_url(text))), limit)  # its MIME text is the client's: redact it too
         if limit:
             cut = _TOKEN_RUN.match(text, limit + _LONG).end()
             return _bounded(_redact(text[:cut]), limit, len(text) - cut)

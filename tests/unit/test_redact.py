@@ -67,3 +67,12 @@ def test_no_secret_or_payload_survives_and_the_length_is_bounded(pieces: list[st
         assert secret not in out
     if limit:
         assert len(out) <= limit + len(f"…(+{len(text)} chars)")
+
+
+def test_a_long_data_url_with_a_key_shaped_mime_type_leaks_nothing() -> None:
+    payload = "A" * 9000
+    for head in ("data:image/sk-proj-abcdefgh12345678;base64,", "data:xai-abcdefgh12345678/png;base64,",
+                 "data:image/" + "Q" * 300 + ";base64,"):
+        out = redact_text(head + payload, 200)
+        assert "abcdefgh1234" not in out and "Q" * 64 not in out, out
+        assert len(out) <= 200 + len("…(+99999 chars)")
