@@ -84,7 +84,9 @@ def _not_an_object(data: bytes) -> str | None:
     The reason names one byte at most: a warning must never carry body bytes (a key, a payload)."""
     head = data[:64].lstrip()
     if not head.startswith(b"{"):
-        return f"starts with {head[:1]!r}" if head else "only whitespace"
+        if head:
+            return f"starts with {head[:1]!r}"
+        return "only whitespace" if data.isspace() else "no '{' in its first 64 bytes"
     if not data[-64:].rstrip().endswith(b"}"):
         return "does not end with '}': truncated?"
     return None

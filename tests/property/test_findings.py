@@ -216,6 +216,22 @@ def test_deepseek_with_an_uncatalogued_model_gets_no_image_parts() -> None:
     assert len(dropped) == 1 and "profile deepseek" in dropped[0] and "<image/png" in dropped[0]
 
 
+def test_a_drop_names_the_profile_only_when_the_profile_flag_caused_it() -> None:
+    from llmfix.profiles import parse_table
+
+    table = parse_table({"models": {"deepseek-vision-*": {"input": ["text", "image"]}}})
+    body = {"model": "deepseek-vision-1", "messages": [
+        {"role": "user", "content": "read a.pdf"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": [
+            {"type": "text", "text": "a.pdf"},
+            {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}]},
+    ]}
+    dropped = [d for c in process(Dialect.CHAT, "api.deepseek.com", body, table=table).changes for d in c.dropped]
+    assert len(dropped) == 1 and "does not take file input" in dropped[0] and "profile" not in dropped[0]
+
+
 def test_a_profiles_file_input_still_wins_over_a_text_only_upstream_profile() -> None:
     from llmfix.profiles import parse_table
 

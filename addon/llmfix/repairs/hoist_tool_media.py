@@ -22,7 +22,7 @@ from typing import Any
 
 from llmfix.catalogue import takes
 from llmfix.changes import Change
-from llmfix.profiles import Profile
+from llmfix.profiles import TEXT_ONLY, Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.route import Dialect
@@ -51,7 +51,8 @@ def _triage(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[A
     """Split media parts into those to forward and those the upstream/model cannot take (with why)."""
     forward: list[Any] = []
     dropped: list[tuple[Any, str]] = []
-    note = "" if ctx.profile.media_input else f" (upstream profile {ctx.profile.name}: no media input)"
+    from_flag = ctx.modalities is TEXT_ONLY and not ctx.profile.media_input  # not a profiles-file ``input``
+    note = f" (upstream profile {ctx.profile.name}: no media input)" if from_flag else ""
     for p in parts:
         kind = _kind(p)
         if kind in ("image", "audio") and not takes(kind, ctx.modalities):
