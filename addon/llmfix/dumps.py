@@ -53,24 +53,15 @@ def _lift(value: Any, found: list[str], big: int, nonce: str) -> Any:
             found.append(value)
             return _token(nonce, len(found) - 1)
         return value
-    if isinstance(value, dict):
-        out: dict[Any, Any] | None = None
-        for k, v in value.items():
+    if isinstance(value, dict | list):
+        out: Any = None
+        for k, v in value.items() if isinstance(value, dict) else enumerate(value):
             w = _lift(v, found, big, nonce)
             if w is not v:
                 if out is None:
-                    out = dict(value)
+                    out = dict(value) if isinstance(value, dict) else list(value)
                 out[k] = w
         return value if out is None else out
-    if isinstance(value, list):
-        items: list[Any] | None = None
-        for i, v in enumerate(value):
-            w = _lift(v, found, big, nonce)
-            if w is not v:
-                if items is None:
-                    items = list(value)
-                items[i] = w
-        return value if items is None else items
     return value
 
 

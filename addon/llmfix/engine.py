@@ -16,6 +16,7 @@ from llmfix.conversation import BadBody, loads, parse, serialize
 from llmfix.haystack import Searchable, haystack
 from llmfix.learn import calls_in_request
 from llmfix.profiles import ProfileTable
+from llmfix.recall import Recall
 from llmfix.repairs.base import Context
 from llmfix.route import Dialect
 
@@ -26,7 +27,7 @@ class Settings:
     enabled: frozenset[str] = frozenset(repairs.NAMES)
     max_body: int = 64 * 1024 * 1024
     table: ProfileTable = field(default_factory=ProfileTable)
-    memory: Any = None  # a Recall: tool calls seen before (None: no memory)
+    memory: Recall | None = None  # tool calls seen before (None: no memory)
     window: Any = None  # a MediaWindow: tool-result media of recent requests (None: restore is off)
 
 
@@ -123,7 +124,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         return Outcome("untouched", profile=host_only.profile.name)
     if learn:
         memory = settings.memory
-        memory.remember(calls_in_request(str(req.dialect), conv.body, getattr(memory, "recently_written", _never)))
+        memory.remember(calls_in_request(str(req.dialect), conv.body, memory.recently_written))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
@@ -158,10 +159,6 @@ _TOOL_RESULTS = {
     Dialect.RESPONSES: (b"_call_output",),
     Dialect.MESSAGES: (b"tool_result",),
 }
-
-
-def _never(_: Any) -> bool:
-    return False
 
 
 def _has_tool_results(dialect: Dialect, data: Searchable) -> bool:

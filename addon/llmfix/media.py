@@ -88,27 +88,20 @@ _SLICE = 1 << 20
 
 
 def _ref_for_url(url: str, kind: str) -> MediaRef:
-    if url.startswith("data:") and url.isascii():  # every base64 data URL; isascii() is O(1) in CPython
+    if url.startswith("data:"):
         comma = url.find(",", 0, 1024)
         if comma < 0:
             comma = len(url)
         meta = url[5:comma]
-        n = len(url) - comma - 1
-        size = max(0, n * 3 // 4 - url[-2:].count("=")) if ";base64" in meta else max(0, n)
-        h = hashlib.sha256()
+        if not meta.isascii():
+            meta = meta.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        h, n = hashlib.sha256(), 0
         for i in range(comma + 1, len(url), _SLICE):  # a slice at a time: never one 10 MB copy holding the GIL
-            h.update(url[i : i + _SLICE].encode("ascii"))
+            piece = url[i : i + _SLICE].encode("utf-8", "surrogatepass")
+            h.update(piece)
+            n += len(piece)
+        size = max(0, n * 3 // 4 - url[-2:].count("=")) if ";base64" in meta else n
         return MediaRef(kind, meta.split(";", 1)[0] or None, size, h.hexdigest()[:8])
-    if url.startswith("data:"):
-        raw = url.encode("utf-8", "surrogatepass")  # one copy; the payload is hashed through a view of it
-        comma = raw.find(b",", 0, 1024)
-        if comma < 0:
-            comma = len(raw)
-        meta = raw[5:comma].decode("utf-8", "replace")
-        mime = meta.split(";", 1)[0] or None
-        n = len(raw) - comma - 1
-        size = max(0, n * 3 // 4 - raw[-2:].count(b"=")) if ";base64" in meta else max(0, n)
-        return MediaRef(kind, mime, size, hashlib.sha256(memoryview(raw)[comma + 1 :]).hexdigest()[:8])
     host = urlsplit(url).hostname if "://" in url else None
     return MediaRef(kind, None, None, digest(url), where="url", host=host)
 

@@ -6,7 +6,7 @@ objects for everything else, and an empty change list exactly when nothing chang
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -17,9 +17,9 @@ from llmfix.route import Dialect
 
 
 class CallMemory(Protocol):
-    """What repairs may ask of llmfix's memory (tool calls seen earlier, media of in-flight requests)."""
+    """What repairs may ask of llmfix's memory: the tool calls seen earlier (a `llmfix.recall.Recall`)."""
 
-    def lookup_calls(self, call_ids: list[str]) -> Mapping[str, Any]: ...
+    def lookup(self, call_ids: Iterable[str]) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class Context:
     profile: Profile
     model: str | None
     modalities: frozenset[str] | None  # None: model unknown, assume it takes everything
-    memory: Any = None  # a CallMemory, or None (no memory: repairs that need it do what they can without)
+    memory: CallMemory | None = None  # None (no memory: repairs that need it do what they can without)
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 

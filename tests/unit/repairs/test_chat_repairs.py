@@ -9,6 +9,7 @@ import pytest
 
 from llmfix import engine
 from llmfix.memory import Memory, ToolCall
+from llmfix.recall import Recall
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 
@@ -25,7 +26,7 @@ def run(raw: bytes | dict, host: str = "api.openai.com", memory: Any = None) -> 
 
 @pytest.fixture
 def memory():
-    m = Memory(":memory:")
+    m = Recall(Memory(":memory:"))
     m.remember([ToolCall("call_mock_a", "Read", A_ARGS, "chat"), ToolCall("call_mock_b", "Read", B_ARGS, "chat")])
     yield m
     m.close()
