@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
+
+from tests.upstreams.mock import MockUpstream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -37,6 +40,14 @@ def make_flow(
         authority=host.encode(), headers=hdrs, content=content,
     )
     return tflow.tflow(req=req)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[MockUpstream]:
+    """A strict mock upstream answering each request by its original host's rules, one per test module
+    (a module that needs other rules defines its own ``upstream``)."""
+    with MockUpstream(rules="by-host") as up:
+        yield up
 
 
 @pytest.fixture

@@ -28,12 +28,6 @@ TROUBLE = re.compile(r"Traceback|Addon error|has crashed|internal error")
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
 def proxy(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     options = {"loopback_upstream": upstream.address, "llmfix_memory": ":memory:"}
     with Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options,

@@ -28,12 +28,6 @@ IMAGE = OUTPUT["output"][0]
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
 def llmfix(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     log = tmp_path_factory.mktemp("log") / "changes.jsonl"
     options = {"loopback_upstream": upstream.address, "connection_strategy": "lazy", "llmfix_memory": ":memory:",

@@ -26,12 +26,6 @@ API_KEY = "sk-test-not-a-real-key"
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
 def proxy(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     confdir = tmp_path_factory.mktemp("harness-confdir")
     with Mitmdump(scripts=[LOOPBACK_SCRIPT], options={"loopback_upstream": upstream.address},

@@ -102,12 +102,6 @@ class NumberedSSE:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
 def sse() -> Iterator[NumberedSSE]:
     with NumberedSSE() as server:
         yield server

@@ -24,12 +24,6 @@ XAI = ["pi-ai/xai_responses.json", "pi-ai/xai_responses_image_only.json", "pi-ai
 JSON = {"content-type": "application/json"}
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
 def start(upstream: MockUpstream, confdir, *, llmfix: bool = True, **options: str) -> Mitmdump:
     scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
     opts = {"loopback_upstream": upstream.address, "connection_strategy": "lazy", **options}

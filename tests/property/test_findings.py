@@ -169,15 +169,20 @@ def test_an_undeclared_tool_result_keeps_its_text_verbatim() -> None:
         assert got["messages"][-1]["role"] == "user" and got["messages"][-1]["content"].endswith(content)
 
 
-def test_a_tool_file_is_not_hoisted_for_a_text_only_model() -> None:
-    body = {"model": "deepseek-chat", "messages": [
-        {"role": "user", "content": "read the report"},
+def one_call(model: str, content: list[dict[str, Any]], ask: str = "read the report") -> dict[str, Any]:
+    """A Chat conversation: the user asks, the assistant declares call c1, the tool message answers it."""
+    return {"model": model, "messages": [
+        {"role": "user", "content": ask},
         {"role": "assistant", "content": None,
          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": [
-            {"type": "text", "text": "report.pdf"},
-            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": content},
     ]}
+
+
+def test_a_tool_file_is_not_hoisted_for_a_text_only_model() -> None:
+    body = one_call("deepseek-chat", [
+        {"type": "text", "text": "report.pdf"},
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}])
     outcome = process(Dialect.CHAT, "api.deepseek.com", body)
     got = sent(outcome, body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
@@ -186,13 +191,8 @@ def test_a_tool_file_is_not_hoisted_for_a_text_only_model() -> None:
 
 
 def test_a_tool_file_is_still_hoisted_for_a_model_that_takes_pdfs() -> None:
-    body = {"model": "gpt-4.1", "messages": [
-        {"role": "user", "content": "read the report"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": [
-            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}]},
-    ]}
+    body = one_call("gpt-4.1", [
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}])
     got = sent(process(Dialect.CHAT, "api.openai.com", body), body)
     assert got["messages"][-1]["role"] == "user" and got["messages"][-1]["content"][1]["type"] == "file"
 
@@ -201,13 +201,8 @@ def test_a_tool_file_is_still_hoisted_for_a_model_that_takes_pdfs() -> None:
 
 
 def test_deepseek_with_an_uncatalogued_model_gets_no_image_parts() -> None:
-    body = {"model": "deepseek-flash", "messages": [
-        {"role": "user", "content": "read a.png"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1",
-         "content": [{"type": "text", "text": "a.png"}, {"type": "image_url", "image_url": {"url": IMAGE}}]},
-    ]}
+    body = one_call("deepseek-flash", [{"type": "text", "text": "a.png"},
+                                       {"type": "image_url", "image_url": {"url": IMAGE}}], "read a.png")
     outcome = process(Dialect.CHAT, "api.deepseek.com", body)
     got = sent(outcome, body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
@@ -220,14 +215,9 @@ def test_a_drop_names_the_profile_only_when_the_profile_flag_caused_it() -> None
     from llmfix.profiles import parse_table
 
     table = parse_table({"models": {"deepseek-vision-*": {"input": ["text", "image"]}}})
-    body = {"model": "deepseek-vision-1", "messages": [
-        {"role": "user", "content": "read a.pdf"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": [
-            {"type": "text", "text": "a.pdf"},
-            {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}]},
-    ]}
+    body = one_call("deepseek-vision-1", [
+        {"type": "text", "text": "a.pdf"},
+        {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}])
     dropped = [d for c in process(Dialect.CHAT, "api.deepseek.com", body, table=table).changes for d in c.dropped]
     assert len(dropped) == 1 and "does not take file input" in dropped[0] and "profile" not in dropped[0]
 
