@@ -7,7 +7,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from llmfix.capture import Capture  # noqa: E402
 from llmfix.proxy import LLMFix  # noqa: E402
+from llmfix.report.capture import Capture  # noqa: E402
 
 addons = [LLMFix(), Capture()]

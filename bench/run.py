@@ -602,7 +602,8 @@ class Bench:
 
     def store_cell(self) -> None:
         p = self.plan
-        from llmfix.memory import Memory, ToolCall
+        from llmfix.memory.sqlite import SqliteStore
+        from llmfix.memory.store import ToolCall
 
         path = self.tmp / "store" / "bench-memory.sqlite3"
         self.log(f"memory store: {p.store_entries:,} entries, {p.store_lookups} lookups, {p.store_remembers} remembers")
@@ -611,7 +612,7 @@ class Bench:
         def call(i: int | str) -> ToolCall:
             return ToolCall(f"call_{i}", "shell", args, "responses")
 
-        m = Memory(path, max_entries=p.store_entries)
+        m = SqliteStore(path, max_entries=p.store_entries)
         try:
             t0 = time.perf_counter()
             for start in range(0, p.store_entries, 1000):
@@ -700,14 +701,15 @@ def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes]
     """``engine.process`` with the Settings the addon builds from its default options (a tmp SQLite memory,
     the media window of restore-tool-media), and a Request factory with a fresh flow id per call."""
     from llmfix import engine, options
-    from llmfix.media_window import MediaWindow
-    from llmfix.memory import Memory
-    from llmfix.recall import Recall
+    from llmfix.memory.media_window import MediaWindow
+    from llmfix.memory.recall import Recall
+    from llmfix.memory.sqlite import SqliteStore
     from llmfix.route import Dialect
 
     opts = SimpleNamespace(**{name: default for name, _t, default, _h in options.OPTIONS}, confdir=str(tmp))
     window = MediaWindow(0.0)
-    settings = options.with_state(options.parse_settings(opts), Recall(Memory(tmp / "engine-memory.sqlite3")), window)
+    recall = Recall(SqliteStore(tmp / "engine-memory.sqlite3"))
+    settings = options.with_state(options.parse_settings(opts), recall, window)
 
     def make(dialect: str, host: str, body: bytes) -> Any:
         return engine.Request(Dialect(dialect), host, 443, body, None, uuid.uuid4().hex)

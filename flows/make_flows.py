@@ -26,8 +26,8 @@ import mitmproxy.types  # noqa: E402
 from mitmproxy import connection, http  # noqa: E402
 from mitmproxy.test import taddons  # noqa: E402
 
-from llmfix.capture import Capture  # noqa: E402
 from llmfix.proxy import LLMFix  # noqa: E402
+from llmfix.report.capture import Capture  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

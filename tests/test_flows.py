@@ -22,8 +22,8 @@ import pytest
 from mitmproxy import http, io
 from mitmproxy.test import taddons
 
-from llmfix.capture import KEYISH, REDACTED, expect_path, secret_name
 from llmfix.proxy import ROUTE, LLMFix, flow_name
+from llmfix.report.capture import KEYISH, REDACTED, expect_path, secret_name
 
 ROOT = Path(__file__).resolve().parents[1]
 FLOWS = ROOT / "flows"

@@ -10,21 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from llmfix import codec, media, render, repairs, toolresults
-from llmfix.changes import Change
-from llmfix.conversation import BadBody, loads, parse, serialize
-from llmfix.haystack import Searchable, haystack
-from llmfix.learn import calls_in_request
+from llmfix.body import codec, media
+from llmfix.body.conversation import BadBody, loads, parse, serialize
+from llmfix.body.haystack import Searchable, haystack
+from llmfix.memory.learn import calls_in_request
+from llmfix.memory.recall import Recall
 from llmfix.profiles import ProfileTable
-from llmfix.recall import Recall
+from llmfix.repairs import pipeline
 from llmfix.repairs.base import Context
+from llmfix.report import render
+from llmfix.report.changes import Change
 from llmfix.route import Dialect
+from llmfix.wire import toolresults
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     mode: Literal["repair", "report", "off"] = "repair"
-    enabled: frozenset[str] = frozenset(repairs.NAMES)
+    enabled: frozenset[str] = frozenset(pipeline.NAMES)
     max_body: int = 64 * 1024 * 1024
     table: ProfileTable = field(default_factory=ProfileTable)
     memory: Recall | None = None  # tool calls seen before (None: no memory)
@@ -114,7 +117,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
     table = settings.table
     host_only = table.resolve(req.host, req.port, None)
     hay = haystack(data)
-    todo = repairs.candidates(req.dialect, host_only.profile, hay, settings.enabled)
+    todo = pipeline.candidates(req.dialect, host_only.profile, hay, settings.enabled)
     learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
     observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
     # parsed and typed even when nothing may change, whatever the size: bad JSON or a wrong shape gets its warning.
@@ -129,10 +132,10 @@ def _process(req: Request, settings: Settings) -> Outcome:
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
     if resolved is not host_only:
-        todo = repairs.candidates(req.dialect, resolved.profile, hay, settings.enabled)
+        todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     extras = {"media_window": settings.window, "flow_id": req.flow_id}
     ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
-    items, changes = repairs.run(conv.items, ctx, todo)
+    items, changes = pipeline.run(conv.items, ctx, todo)
     if observe:
         window = settings.window
         seen = toolresults.results(req.dialect, items, text_too=window.knows)  # string results: only to override

@@ -14,9 +14,9 @@ from typing import Any
 
 from mitmproxy.utils import human
 
-from llmfix import repairs
 from llmfix.engine import Settings
 from llmfix.profiles import load_table
+from llmfix.repairs import pipeline
 
 MODES = ("repair", "report", "off")
 
@@ -26,7 +26,7 @@ OPTIONS: tuple[tuple[str, Any, Any, str], ...] = (
      "What llmfix does with a request it can repair: 'repair' (change it and log the change), "
      "'report' (log and annotate what it would change, send the body untouched) or 'off'."),
     ("llmfix_disable", Sequence[str], [],
-     f"Repairs to switch off (repeat the option for several). Repairs: {', '.join(repairs.NAMES)}."),
+     f"Repairs to switch off (repeat the option for several). Repairs: {', '.join(pipeline.NAMES)}."),
     ("llmfix_log", str | None, None, "Append one JSON record per change to this JSONL file."),
     ("llmfix_profiles", str | None, None,
      "TOML file overriding upstream profiles by host and by model (see README, 'Profiles')."),
@@ -78,10 +78,10 @@ def parse_settings(opts: Any, memory: Any = None) -> Settings:
     if mode not in MODES:
         raise ValueError(f"llmfix_mode must be one of {', '.join(MODES)}, not {mode!r}")
     disabled = list(opts.llmfix_disable)
-    unknown = [d for d in disabled if d not in repairs.NAMES]
+    unknown = [d for d in disabled if d not in pipeline.NAMES]
     if unknown:
         raise ValueError(
-            f"llmfix_disable: unknown repair(s) {', '.join(unknown)}; repairs are {', '.join(repairs.NAMES)}"
+            f"llmfix_disable: unknown repair(s) {', '.join(unknown)}; repairs are {', '.join(pipeline.NAMES)}"
         )
     try:
         max_body = human.parse_size(opts.llmfix_max_body)
@@ -96,7 +96,7 @@ def parse_settings(opts: Any, memory: Any = None) -> Settings:
     table = load_table(opts.llmfix_profiles)
     return Settings(
         mode=mode,
-        enabled=frozenset(repairs.NAMES) - frozenset(disabled),
+        enabled=frozenset(pipeline.NAMES) - frozenset(disabled),
         max_body=max_body,
         table=table,
         memory=memory,

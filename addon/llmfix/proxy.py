@@ -13,11 +13,14 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, http
 
-from llmfix import changelog, engine, learn, options, route, views
+from llmfix import engine, options, route
 from llmfix.engine import Outcome, Settings
-from llmfix.media_window import MediaWindow
-from llmfix.memory import Memory, MemoryStoreError, ToolCall
-from llmfix.recall import Recall
+from llmfix.memory import learn
+from llmfix.memory.media_window import MediaWindow
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.store import MemoryStoreError, ToolCall
+from llmfix.report import changelog, views
 
 logger = logging.getLogger("llmfix")
 
@@ -70,7 +73,7 @@ class LLMFix:
         if spec == self._memory_spec:
             return
         try:
-            memory = Memory(spec[0], max_age_s=int(spec[1]), max_entries=spec[2])
+            memory = SqliteStore(spec[0], max_age_s=int(spec[1]), max_entries=spec[2])
         except MemoryStoreError as e:
             raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
         if self.recall:

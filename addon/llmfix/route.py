@@ -2,7 +2,7 @@
 
 The dialect comes from the path's last segments, so any prefix works (``/v1/responses``,
 ``/api/v1/responses``, ``/openai/v1/responses``, ``/zen/go/v1/chat/completions``). The body's shape
-confirms it later (:func:`llmfix.conversation.parse`). Everything else — other methods, other paths,
+confirms it later (:func:`llmfix.body.conversation.parse`). Everything else — other methods, other paths,
 non-JSON bodies — is not LLM traffic for llmfix and passes with no further work.
 """
 

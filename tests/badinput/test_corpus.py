@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mitmproxy.test import taddons
 
-from llmfix import conversation
+from llmfix.body import conversation
 from llmfix.proxy import LLMFix
 from llmfix.route import Dialect
 from tests.badinput.corpus import CASES, Case

@@ -28,7 +28,7 @@ import pytest
 from mitmproxy import contentviews, http, io
 from mitmproxy.test import taddons
 
-from llmfix import views
+from llmfix.report import views
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
 from tests.upstreams.captures import capture_json
 from tests.upstreams.mock import MockUpstream

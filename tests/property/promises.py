@@ -2,7 +2,7 @@
 
 Media parts are recognised in any dialect by their ``type`` and named by their *payload* — the base64
 text of a data URL or of a base64 source, an http URL, or a file id — which is exactly what llmfix
-hashes for ``sha256:…`` in its change records (:mod:`llmfix.media`), so a dropped part can be found
+hashes for ``sha256:…`` in its change records (:mod:`llmfix.body.media`), so a dropped part can be found
 in ``Change.dropped`` by its digest.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
+from llmfix.body.media import digest
 from llmfix.catalogue import takes
 from llmfix.engine import Outcome
-from llmfix.media import digest
 from llmfix.profiles import ProfileTable
 from tests.upstreams import rules
 

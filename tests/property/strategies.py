@@ -31,7 +31,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from llmfix.memory import ToolCall
+from llmfix.memory.store import ToolCall
 
 # ---------------------------------------------------------------------------------------------- hosts
 

@@ -33,9 +33,9 @@ import pytest
 
 from llmfix import engine
 from llmfix.engine import Request, Settings
-from llmfix.media_window import MediaWindow
-from llmfix.memory import Memory
-from llmfix.recall import Recall
+from llmfix.memory.media_window import MediaWindow
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
 from llmfix.route import Dialect
 from tests.property.test_promises import Tick
 from tests.upstreams import rules
@@ -252,7 +252,7 @@ def test_a_decompression_bomb_is_refused_without_inflating_it() -> None:
 @pytest.mark.parametrize("kind", [["function_call"], {"function_call": 1}], ids=["list", "object"])
 def test_an_unhashable_item_type_is_bad_input_not_a_crash(kind: Any) -> None:
     raw = json.dumps({"model": "gpt-4.1", "input": [{"type": kind}]}).encode()
-    memory = Recall(Memory(":memory:"))
+    memory = Recall(SqliteStore(":memory:"))
     try:
         outcome = engine.process(Request(Dialect.RESPONSES, "api.openai.com", 443, raw), Settings(memory=memory))
     finally:

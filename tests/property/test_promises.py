@@ -30,9 +30,10 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.engine import Outcome, Request, Settings
-from llmfix.media_window import MediaWindow
-from llmfix.memory import Memory, ToolCall
-from llmfix.recall import Recall
+from llmfix.memory.media_window import MediaWindow
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.store import ToolCall
 from llmfix.route import Dialect
 from tests.property import promises
 from tests.property.budget import BUDGET
@@ -56,7 +57,7 @@ def llmfix(mode: str, calls: list[ToolCall]) -> Iterator[Settings]:
     """Settings as the addon builds them: a media window always; a memory unless ``mode`` is "none"."""
     memory = None
     if mode != "none":
-        store = Memory(":memory:")
+        store = SqliteStore(":memory:")
         if mode == "knows":
             store.remember(calls)
         memory = Recall(store)

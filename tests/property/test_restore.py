@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.engine import Request, Settings
-from llmfix.media_window import MediaWindow
+from llmfix.memory.media_window import MediaWindow
 from llmfix.route import Dialect
 from tests.property import gateway, promises
 from tests.property.budget import BUDGET

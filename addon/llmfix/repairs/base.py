@@ -10,14 +10,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from llmfix.changes import Change
-from llmfix.haystack import Searchable
+from llmfix.body.haystack import Searchable
 from llmfix.profiles import Profile
+from llmfix.report.changes import Change
 from llmfix.route import Dialect
 
 
 class CallMemory(Protocol):
-    """What repairs may ask of llmfix's memory: the tool calls seen earlier (a `llmfix.recall.Recall`)."""
+    """What repairs may ask of llmfix's memory: the tool calls seen earlier (a `llmfix.memory.recall.Recall`)."""
 
     def lookup(self, call_ids: Iterable[str]) -> Mapping[str, Any]: ...
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.changes import Change
 from llmfix.profiles import Profile
 from llmfix.repairs.base import Context, Repair
+from llmfix.report.changes import Change
 from llmfix.route import Dialect
 from llmfix.wire import chat as ch
 from llmfix.wire.base import evolve

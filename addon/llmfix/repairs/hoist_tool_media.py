@@ -20,53 +20,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.catalogue import takes
-from llmfix.changes import Change
-from llmfix.profiles import TEXT_ONLY, Profile
+from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.media_triage import kind, triage
+from llmfix.report.changes import Change
 from llmfix.route import Dialect
 from llmfix.wire import chat as ch
 from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 
 NAME = "hoist-tool-media"
-
-
-_KINDS: tuple[tuple[type, str], ...] = (
-    (rs.InputImage, "image"), (ch.ImagePart, "image"), (rs.InputFile, "file"), (ch.FilePart, "file"),
-    (ch.AudioPart, "audio"),
-)
-
-
-def _kind(part: Any) -> str:
-    """The media kind of a part, from its class alone (describing it would hash its payload)."""
-    for cls, kind in _KINDS:
-        if isinstance(part, cls):
-            return kind
-    return str(getattr(part, "type", None) or "part")
-
-
-def _triage(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[Any], list[tuple[Any, str]]]:
-    """Split media parts into those to forward and those the upstream/model cannot take (with why)."""
-    forward: list[Any] = []
-    dropped: list[tuple[Any, str]] = []
-    from_flag = ctx.modalities is TEXT_ONLY and not ctx.profile.media_input  # not a profiles-file ``input``
-    note = f" (upstream profile {ctx.profile.name}: no media input)" if from_flag else ""
-    for p in parts:
-        kind = _kind(p)
-        if kind in ("image", "audio") and not takes(kind, ctx.modalities):
-            dropped.append((p, f"model {ctx.model} does not take {kind} input{note}"))
-        elif kind == "file" and ctx.modalities is not None and "pdf" not in ctx.modalities:
-            # the catalogue names file input "pdf"; a text-only model's upstream rejects file parts (DeepSeek:
-            # ``unknown variant `file```), so a known text-only model gets the placeholder, as for images
-            dropped.append((p, f"model {ctx.model} does not take file input{note}"))
-        elif isinstance(p, rs.InputImage) and ctx.profile.responses_image_requires_url and not p.image_url:
-            why = f"upstream profile {ctx.profile.name} needs image_url; a file_id-only image cannot be sent"
-            dropped.append((p, why))
-        else:
-            forward.append(p)
-    return forward, dropped
 
 
 def _responses(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
@@ -91,13 +55,13 @@ def _responses(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]
                 continue
             texts = [p.text for p in item.output if isinstance(p, rs.TEXT_PARTS)]
             media = [p for p in item.output if not isinstance(p, rs.TEXT_PARTS)]
-            forward, dropped = _triage(media, ctx, item.call_id)
+            forward, dropped = triage(media, ctx, item.call_id)
             text = "\n".join(texts)
             notes = []
             if forward and not text:
-                notes.append(placeholders.moved([_kind(p) for p in forward]))
+                notes.append(placeholders.moved([kind(p) for p in forward]))
             for reason in dict.fromkeys(r for _, r in dropped):
-                notes.append(placeholders.omitted([_kind(p) for p, r in dropped if r == reason], reason))
+                notes.append(placeholders.omitted([kind(p) for p, r in dropped if r == reason], reason))
             new_output = "\n".join([t for t in (text, *notes) if t])
             out.append(evolve(item, output=new_output))
             if forward:
@@ -105,7 +69,7 @@ def _responses(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]
             where = f"after input[{j - 1}]" if forward else ""
             summary = f"{item.type} {item.call_id}: array of {len(item.output)} part(s) → string"
             if forward:
-                summary += f"; {placeholders.count_words(_kind(p) for p in forward)} → user message {where}"
+                summary += f"; {placeholders.count_words(kind(p) for p in forward)} → user message {where}"
             changes.append(
                 Change(
                     NAME,
@@ -128,7 +92,7 @@ def _responses(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]
                     NAME,
                     f"input[{j - 1}]+1",
                     "new user message with "
-                    + placeholders.count_words(_kind(p) for _, parts in hoisted for p in parts)
+                    + placeholders.count_words(kind(p) for _, parts in hoisted for p in parts)
                     + " from " + ", ".join(str(c) for c, _ in hoisted),
                     before=None,
                     after=message.to_wire(),
@@ -162,12 +126,12 @@ def _chat(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
                 continue
             assert isinstance(msg.content, list)
             kept = [p for p in msg.content if not isinstance(p, ch.MEDIA_PARTS)]
-            forward, dropped = _triage(media, ctx, msg.tool_call_id)
+            forward, dropped = triage(media, ctx, msg.tool_call_id)
             notes = []
             if forward and not any(isinstance(p, ch.TextPart) and p.text for p in kept):
-                notes.append(placeholders.moved([_kind(p) for p in forward]))
+                notes.append(placeholders.moved([kind(p) for p in forward]))
             for reason in dict.fromkeys(r for _, r in dropped):
-                notes.append(placeholders.omitted([_kind(p) for p, r in dropped if r == reason], reason))
+                notes.append(placeholders.omitted([kind(p) for p, r in dropped if r == reason], reason))
             content: str | list[Any]
             if all(isinstance(p, ch.TextPart) for p in kept) and not ctx.profile.chat_tool_text_array:
                 content = "\n".join([*(p.text for p in kept), *notes])
@@ -176,7 +140,7 @@ def _chat(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             out.append(evolve(msg, content=content))
             if forward:
                 hoisted.append((msg.tool_call_id, forward))
-            summary = f"tool message {msg.tool_call_id}: {placeholders.count_words(_kind(p) for p in media)} out"
+            summary = f"tool message {msg.tool_call_id}: {placeholders.count_words(kind(p) for p in media)} out"
             if forward:
                 summary += f"; → user message after messages[{j - 1}]"
             changes.append(
@@ -201,7 +165,7 @@ def _chat(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
                     NAME,
                     f"messages[{j - 1}]+1",
                     "new user message with "
-                    + placeholders.count_words(_kind(p) for _, ps in hoisted for p in ps)
+                    + placeholders.count_words(kind(p) for _, ps in hoisted for p in ps)
                     + " from " + ", ".join(str(c) for c, _ in hoisted),
                     after=message.to_wire(),
                 )

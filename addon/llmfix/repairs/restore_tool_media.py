@@ -12,7 +12,7 @@ with ``input_image``, ``detail`` kept or ``"auto"``; Anthropic: image blocks in 
 Chat: image parts in the tool message, which hoist-tool-media then moves where the profile wants them).
 Only from a correlated request — the latest request that carried that call id, still in flight or
 ended within ``llmfix_restore_window`` — so a client that drops old images on purpose never gets them
-back, and a request with no such correlation is left alone (:mod:`llmfix.media_window`). Only what is
+back, and a request with no such correlation is left alone (:mod:`llmfix.memory.media_window`). Only what is
 really missing: a gateway that moved the media out of the result itself (into a user message after the
 run, or after each result) did not lose them, so media the request carries at or after the result are
 not put back a second time.
@@ -24,16 +24,16 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from llmfix.changes import Change
 from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
+from llmfix.report.changes import Change
 from llmfix.route import Dialect
-from llmfix.toolresults import Result, loose_media, native, results
 from llmfix.wire import anthropic as an
 from llmfix.wire import chat as ch
 from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
+from llmfix.wire.toolresults import Result, loose_media, native, results
 
 NAME = "restore-tool-media"
 WINDOW = "media_window"

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.changes import Change
 from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
-from llmfix.repairs.hoist_tool_media import _kind, _triage  # the same media triage as hoist-tool-media
+from llmfix.repairs.media_triage import kind, triage
+from llmfix.report.changes import Change
 from llmfix.route import Dialect
 from llmfix.wire import chat as ch
 from llmfix.wire.base import evolve
@@ -47,9 +47,9 @@ def _as_user(tool: ch.Message, ctx: Context) -> tuple[ch.Message, tuple[str, ...
     if not isinstance(tool.content, list):
         return ch.Message(role="user", content=f"{label}\n{tool.content}" if tool.content else label), ()
     media = [p for p in tool.content if isinstance(p, ch.MEDIA_PARTS)]
-    _, lost = _triage(media, ctx, tool.tool_call_id)
+    _, lost = triage(media, ctx, tool.tool_call_id)
     lost_ids = {id(p) for p, _ in lost}
-    notes = [placeholders.omitted([_kind(p) for p, r in lost if r == reason], reason)
+    notes = [placeholders.omitted([kind(p) for p, r in lost if r == reason], reason)
              for reason in dict.fromkeys(r for _, r in lost)]
     content = [ch.TextPart(type="text", text=label), *(p for p in tool.content if id(p) not in lost_ids),
                *(ch.TextPart(type="text", text=n) for n in notes)]

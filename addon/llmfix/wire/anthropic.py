@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Tag
 
-from llmfix.media import MediaRef, ref_for_base64, ref_for_file_id, ref_for_url
+from llmfix.body.media import MediaRef, ref_for_base64, ref_for_file_id, ref_for_url
 from llmfix.wire.base import Wire
 
 

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from llmfix import engine
-from llmfix.memory import Memory, ToolCall
-from llmfix.recall import Recall
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.store import ToolCall
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 
@@ -26,7 +27,7 @@ def run(raw: bytes | dict, host: str = "api.openai.com", memory: Any = None) -> 
 
 @pytest.fixture
 def memory():
-    m = Recall(Memory(":memory:"))
+    m = Recall(SqliteStore(":memory:"))
     m.remember([ToolCall("call_mock_a", "Read", A_ARGS, "chat"), ToolCall("call_mock_b", "Read", B_ARGS, "chat")])
     yield m
     m.close()

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from llmfix import engine
-from llmfix.media_window import MediaWindow
+from llmfix.memory.media_window import MediaWindow
 from llmfix.route import Dialect
 from tests.conftest import fixture_json
 

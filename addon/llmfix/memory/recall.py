@@ -1,4 +1,4 @@
-"""Glue between traffic and :class:`llmfix.memory.Memory`: what llmfix remembers, and when it writes.
+"""Glue between traffic and the tool-call store (a :class:`~llmfix.memory.store.CallStore`): what is written, when.
 
 Every turn of a conversation re-sends its whole history, so the same declared calls pass again and
 again; a call written in the last ``REFRESH_S`` seconds is not written again (the store's age bound is
@@ -11,14 +11,14 @@ import threading
 import time
 from collections.abc import Iterable
 
-from llmfix.memory import Memory, ToolCall
+from llmfix.memory.store import CallStore, ToolCall
 
 REFRESH_S = 600.0
 MAX_RECENT = 20_000
 
 
 class Recall:
-    def __init__(self, memory: Memory, clock=time.monotonic) -> None:
+    def __init__(self, memory: CallStore, clock=time.monotonic) -> None:
         self.memory = memory
         self._clock = clock
         self._recent: dict[str, float] = {}

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from llmfix.memory import MAX_ARGUMENTS_CHARS, PRUNE_EVERY_INSERTS, Memory, MemoryStoreError, ToolCall
+from llmfix.memory.sqlite import MAX_ARGUMENTS_CHARS, PRUNE_EVERY_INSERTS, SqliteStore
+from llmfix.memory.store import MemoryStoreError, ToolCall
 
-ADDON_DIR = Path(__file__).resolve().parents[2] / "addon"
+ADDON_DIR = Path(__file__).resolve().parents[3] / "addon"
 
 
 def call(call_id: str, arguments: str = '{"file_path": "/home/dev/project/a.png"}', **kw: str) -> ToolCall:
@@ -35,17 +36,17 @@ class Clock:
 
 
 def memory_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "llmfix.memory" and r.levelno == logging.WARNING]
+    return [r for r in caplog.records if r.name == "llmfix.memory.sqlite" and r.levelno == logging.WARNING]
 
 
 @pytest.fixture(params=["memory", "file"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    m = Memory(":memory:" if request.param == "memory" else tmp_path / "mem.sqlite3")
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStore]:
+    m = SqliteStore(":memory:" if request.param == "memory" else tmp_path / "mem.sqlite3")
     yield m
     m.close()
 
 
-def test_round_trip(store: Memory) -> None:
+def test_round_trip(store: SqliteStore) -> None:
     calls = [
         call("call_a"),
         ToolCall("call_b", "apply_patch", "*** Begin Patch\n*** End Patch", "responses", "custom"),
@@ -57,20 +58,20 @@ def test_round_trip(store: Memory) -> None:
     assert store.lookup(["unknown"]) == {}
 
 
-def test_upsert_keeps_one_row_with_latest_values(store: Memory) -> None:
+def test_upsert_keeps_one_row_with_latest_values(store: SqliteStore) -> None:
     assert store.remember([call("call_a", '{"x": 1}')]) == 1
     assert store.remember([call("call_a", '{"x":1}')]) == 1
     assert store.count() == 1
     assert store.lookup(["call_a"])["call_a"].arguments == '{"x":1}'
 
 
-def test_calls_without_id_or_with_huge_arguments_are_not_stored(store: Memory) -> None:
+def test_calls_without_id_or_with_huge_arguments_are_not_stored(store: SqliteStore) -> None:
     assert store.remember([call(""), call("big", "x" * (MAX_ARGUMENTS_CHARS + 1))]) == 0
     assert store.remember([]) == 0
     assert store.count() == 0
 
 
-def test_lookup_many_ids_in_chunks(store: Memory) -> None:
+def test_lookup_many_ids_in_chunks(store: SqliteStore) -> None:
     store.remember(call(f"call_{i}") for i in range(1200))
     ids = [f"call_{i}" for i in range(1500)] + ["call_3", "call_3"]
     found = store.lookup(ids)
@@ -79,7 +80,7 @@ def test_lookup_many_ids_in_chunks(store: Memory) -> None:
 
 def test_expiry_by_age_and_refresh_on_reseen() -> None:
     clock = Clock()
-    m = Memory(":memory:", max_age_s=100, clock=clock)
+    m = SqliteStore(":memory:", max_age_s=100, clock=clock)
     m.remember([call("old"), call("refreshed")])
     clock.now += 60
     m.remember([call("new"), call("refreshed")])
@@ -92,7 +93,7 @@ def test_expiry_by_age_and_refresh_on_reseen() -> None:
 
 def test_size_bound_keeps_the_newest() -> None:
     clock = Clock()
-    m = Memory(":memory:", max_entries=10, clock=clock)
+    m = SqliteStore(":memory:", max_entries=10, clock=clock)
     for i in range(25):
         clock.now += 1
         m.remember([call(f"call_{i:02d}")])
@@ -103,7 +104,7 @@ def test_size_bound_keeps_the_newest() -> None:
 
 def test_prunes_automatically_after_an_interval() -> None:
     clock = Clock()
-    m = Memory(":memory:", max_entries=5, clock=clock)
+    m = SqliteStore(":memory:", max_entries=5, clock=clock)
     m.remember(call(f"call_{i}") for i in range(10))
     assert m.count() == 10
     clock.now += 61
@@ -114,24 +115,24 @@ def test_prunes_automatically_after_an_interval() -> None:
 
 def test_prunes_automatically_after_many_inserts() -> None:
     clock = Clock()
-    m = Memory(":memory:", max_entries=5, clock=clock)
+    m = SqliteStore(":memory:", max_entries=5, clock=clock)
     m.remember(call(f"call_{i}") for i in range(PRUNE_EVERY_INSERTS))
     assert m.count() == 5
 
 
 def test_rejects_bad_bounds() -> None:
     with pytest.raises(MemoryStoreError, match="max_entries"):
-        Memory(":memory:", max_entries=0)
+        SqliteStore(":memory:", max_entries=0)
     with pytest.raises(MemoryStoreError, match="max_age_s"):
-        Memory(":memory:", max_age_s=-1)
+        SqliteStore(":memory:", max_age_s=-1)
 
 
 def test_file_store_survives_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "dir" / "mem.sqlite3"  # parents are created
-    with Memory(path) as m:
+    with SqliteStore(path) as m:
         m.remember([call("call_a"), call("call_b", name="Grep")])
     assert path.exists()
-    with Memory(path) as m:
+    with SqliteStore(path) as m:
         assert m.lookup(["call_a", "call_b"]) == {"call_a": call("call_a"), "call_b": call("call_b", name="Grep")}
         mode = m._conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
@@ -139,18 +140,18 @@ def test_file_store_survives_a_restart(tmp_path: Path) -> None:
 
 def test_two_stores_on_one_file_see_each_other(tmp_path: Path) -> None:
     path = tmp_path / "mem.sqlite3"
-    with Memory(path) as a, Memory(path) as b:
+    with SqliteStore(path) as a, SqliteStore(path) as b:
         a.remember([call("call_a")])
         assert "call_a" in b.lookup(["call_a"])
 
 
 def test_directory_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(MemoryStoreError, match="is a directory"):
-        Memory(tmp_path)
+        SqliteStore(tmp_path)
 
 
 def test_runtime_errors_are_warnings_not_exceptions(caplog: pytest.LogCaptureFixture) -> None:
-    m = Memory(":memory:")
+    m = SqliteStore(":memory:")
     m.remember([call("call_a")])
     m.close()
     with caplog.at_level(logging.WARNING):
@@ -163,7 +164,7 @@ def test_runtime_errors_are_warnings_not_exceptions(caplog: pytest.LogCaptureFix
 
 
 def test_concurrent_use_from_threads(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    m = Memory(tmp_path / "mem.sqlite3")
+    m = SqliteStore(tmp_path / "mem.sqlite3")
     start = threading.Barrier(8)
     errors: list[BaseException] = []
 
@@ -196,7 +197,7 @@ def test_non_sqlite_file_is_moved_aside(tmp_path: Path, caplog: pytest.LogCaptur
     junk = b"this is not a database\n" * 100
     path.write_bytes(junk)
     with caplog.at_level(logging.WARNING):
-        m = Memory(path)
+        m = SqliteStore(path)
     asides = list(tmp_path.glob("mem.sqlite3.corrupt-*"))
     assert len(asides) == 1
     assert asides[0].read_bytes() == junk
@@ -210,14 +211,14 @@ def test_non_sqlite_file_is_moved_aside(tmp_path: Path, caplog: pytest.LogCaptur
 
 def test_damaged_sqlite_file_is_moved_aside(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "mem.sqlite3"
-    with Memory(path) as m:
+    with SqliteStore(path) as m:
         m.remember(call(f"call_{i}", "{}" * 20) for i in range(3000))
     size = path.stat().st_size
     with path.open("r+b") as f:  # overwrite pages in the middle of the b-trees
         f.seek(size // 2)
         f.write(b"\xa5" * 8192)
     with caplog.at_level(logging.WARNING):
-        m = Memory(path)
+        m = SqliteStore(path)
     assert len(memory_warnings(caplog)) == 1
     assert len(list(tmp_path.glob("mem.sqlite3.corrupt-*"))) == 1
     assert m.count() == 0
@@ -227,9 +228,10 @@ def test_damaged_sqlite_file_is_moved_aside(tmp_path: Path, caplog: pytest.LogCa
 
 WRITER = """
 import sys
-from llmfix.memory import Memory, ToolCall
+from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.store import ToolCall
 
-m = Memory(sys.argv[1])
+m = SqliteStore(sys.argv[1])
 batch = 0
 while True:
     calls = [ToolCall(f"call_{batch:06d}_{j:02d}", "Read", '{"j": %d}' % j, "chat") for j in range(50)]
@@ -270,7 +272,7 @@ def test_survives_kill_9_mid_write(tmp_path: Path, caplog: pytest.LogCaptureFixt
     assert sorted(per_batch) == list(range(len(per_batch)))  # a prefix, no holes
     assert len(per_batch) > acknowledged  # nothing committed was lost
 
-    with caplog.at_level(logging.WARNING), Memory(path) as m:
+    with caplog.at_level(logging.WARNING), SqliteStore(path) as m:
         assert m.count() == len(ids)
         assert "call_000000_00" in m.lookup(["call_000000_00"])
     assert memory_warnings(caplog) == []

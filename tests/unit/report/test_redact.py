@@ -13,8 +13,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmfix.media import ref_for_url
-from llmfix.redact import MAX_TEXT, redact_text
+from llmfix.body.media import ref_for_url
+from llmfix.report.redact import MAX_TEXT, redact_text
 
 _B64 = re.compile(r"[A-Za-z0-9+/]{64,}")
 

@@ -8,7 +8,7 @@ import zlib
 import brotli
 import pytest
 
-from llmfix import codec
+from llmfix.body import codec
 
 try:
     from compression import zstd  # type: ignore[import-not-found]

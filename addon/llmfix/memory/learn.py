@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from llmfix.memory import ToolCall
+from llmfix.memory.store import ToolCall
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from llmfix.toolresults import Result
+from llmfix.wire.toolresults import Result
 
 MAX_IN_FLIGHT_S = 600.0
 """An observation whose request never reports its end is dropped after this long."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llmfix.media import digest, human_size, ref_for_base64, ref_for_url
+from llmfix.body.media import digest, human_size, ref_for_base64, ref_for_url
 
 MAX_TEXT = 400
 

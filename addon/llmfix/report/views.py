@@ -8,7 +8,7 @@ surfaces there (and in mitmproxy's console, and in ``mitmdump --flow-detail 3``)
   for requests llmfix changed (or, in report mode, would change). It reads ``flow.metadata["llmfix"]``,
   which mitmproxy saves with the flow.
 - ``llmfix original``: the request as the client sent it, before llmfix touched it, as pretty JSON with
-  media and base64 summarised and secrets masked (:func:`llmfix.redact.redact`). For any other message
+  media and base64 summarised and secrets masked (:func:`llmfix.report.redact.redact`). For any other message
   it shows that message the same way. Never chosen automatically.
 - ``llmfix conversation``: any LLM request, and any LLM answer — JSON or streamed (SSE of Chat chunks,
   Responses events or Anthropic events, reassembled) — as the same readable lines as the diff. Chosen
@@ -28,10 +28,11 @@ from typing import Any
 from mitmproxy import contentviews, http
 from pydantic import TypeAdapter, ValidationError
 
-from llmfix import render, route
-from llmfix.conversation import BadBody, parse
+from llmfix import route
+from llmfix.body.conversation import BadBody, parse
 from llmfix.engine import decode
-from llmfix.redact import redact, redact_text
+from llmfix.report import render
+from llmfix.report.redact import redact, redact_text
 from llmfix.route import Dialect
 from llmfix.wire import anthropic as an
 from llmfix.wire import chat as ch

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llmfix.conversation import BadBody, parse, serialize, to_body
+from llmfix.body.conversation import BadBody, parse, serialize, to_body
 from llmfix.route import Dialect
 from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve

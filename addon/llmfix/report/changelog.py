@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import orjson
 
-from llmfix.changes import Change
+from llmfix.report.changes import Change
 
 logger = logging.getLogger("llmfix")
 

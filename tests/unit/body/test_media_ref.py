@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from llmfix.media import _ref_for_url
+from llmfix.body.media import _ref_for_url
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 100, (1 << 20) - 1, 3 << 20])

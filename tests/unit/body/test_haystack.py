@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmfix import engine, repairs
-from llmfix.haystack import MIN_SIZE, Haystack, haystack
+from llmfix import engine
+from llmfix.body.haystack import MIN_SIZE, Haystack, haystack
+from llmfix.repairs import pipeline
 from tests.conftest import FIXTURES
 
-NEEDLES = sorted({n for r in repairs.PIPELINE for ns in r.needles.values() for n in ns}
+NEEDLES = sorted({n for r in pipeline.PIPELINE for ns in r.needles.values() for n in ns}
                  | {n for ns in engine._DECLARATIONS.values() for n in ns}
                  | {n for ns in engine._TOOL_RESULTS.values() for n in ns})
 BIG_PNG = "data:image/png;base64," + base64.b64encode(os.urandom(MIN_SIZE)).decode()

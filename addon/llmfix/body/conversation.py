@@ -14,7 +14,7 @@ import orjson
 import pydantic_core
 from pydantic import FailFast, TypeAdapter, ValidationError
 
-from llmfix import dumps
+from llmfix.body import dumps
 from llmfix.route import Dialect
 from llmfix.wire import anthropic, chat, responses
 from llmfix.wire.base import dump_items

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from llmfix.redact import redact, redact_text
+from llmfix.report.redact import redact, redact_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,13 +43,14 @@ import mitmproxy.types
 from mitmproxy import command, exceptions, flow, http, io
 from mitmproxy.log import ALERT
 
-from llmfix import engine, learn, options, route
-from llmfix.conversation import BadBody
-from llmfix.media_window import MediaWindow
-from llmfix.memory import Memory
+from llmfix import engine, options, route
+from llmfix.body.conversation import BadBody
+from llmfix.memory import learn
+from llmfix.memory.media_window import MediaWindow
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
 from llmfix.proxy import UPSTREAM
-from llmfix.recall import Recall
-from llmfix.redact import SECRET_KEYS, SECRETS, TOKEN_COUNT_KEYS
+from llmfix.report.redact import SECRET_KEYS, SECRETS, TOKEN_COUNT_KEYS
 
 logger = logging.getLogger("llmfix")
 
@@ -197,7 +198,7 @@ def _offline_settings(overrides: dict[str, Any]) -> engine.Settings:
     opts = SimpleNamespace(**({name: default for name, _, default, _ in options.OPTIONS} | overrides))
     settings = options.parse_settings(opts)
     max_age = int(options.parse_duration(opts.llmfix_memory_max_age, "llmfix_memory_max_age"))
-    recall = Recall(Memory(":memory:", max_age_s=max_age, max_entries=opts.llmfix_memory_max_entries))
+    recall = Recall(SqliteStore(":memory:", max_age_s=max_age, max_entries=opts.llmfix_memory_max_entries))
     window = MediaWindow(options.parse_duration(opts.llmfix_restore_window, "llmfix_restore_window"))
     return options.with_state(settings, recall, window)
 

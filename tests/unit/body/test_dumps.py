@@ -1,4 +1,4 @@
-"""`llmfix.dumps.dumps` is `orjson.dumps`, byte for byte, however its big strings are sliced."""
+"""`llmfix.body.dumps.dumps` is `orjson.dumps`, byte for byte, however its big strings are sliced."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmfix import dumps
+from llmfix.body import dumps
 
 _TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=40) | st.sampled_from(
     ['"', "\\", "\n\t\x00\x1f", "é€😀", "\ue000llmfix-big-string:0:0\ue000", "</script>", "\u2028"])

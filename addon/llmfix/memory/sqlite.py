@@ -1,4 +1,4 @@
-"""Tool-call memory: every tool call llmfix has seen, keyed by call id, in an embedded SQLite file.
+"""The embedded :class:`~llmfix.memory.store.CallStore`: every tool call llmfix has seen, keyed by call id, in SQLite.
 
 What it stores: one row per tool call id with the call's name, its arguments exactly as issued (the
 JSON string of Chat/Responses, the JSON text of an Anthropic ``input``), its dialect and kind, and the
@@ -10,8 +10,8 @@ a proxy restart. A WAL-mode SQLite file under mitmproxy's confdir keeps it acros
 ``kill -9`` (every write is one transaction; a crash loses at most the transaction in flight and never
 leaves a torn store). ``":memory:"`` gives a private, throw-away store for tests.
 
-Bounds: rows older than ``max_age_s`` are invisible to :meth:`Memory.lookup` and deleted by
-:meth:`Memory.prune`; beyond ``max_entries`` the oldest rows are deleted. Pruning runs automatically
+Bounds: rows older than ``max_age_s`` are invisible to :meth:`SqliteStore.lookup` and deleted by
+:meth:`SqliteStore.prune`; beyond ``max_entries`` the oldest rows are deleted. Pruning runs automatically
 after ``PRUNE_EVERY_INSERTS`` rows written or ``PRUNE_INTERVAL_S`` seconds, so the table never holds
 more than ``max_entries + PRUNE_EVERY_INSERTS`` rows. A single call whose arguments exceed
 ``MAX_ARGUMENTS_CHARS`` is not stored (restoring a megabyte-sized declaration is not worth the space).
@@ -31,9 +31,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from dataclasses import dataclass
 from itertools import batched
 from pathlib import Path
+
+from llmfix.memory.store import MemoryStoreError, ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -63,26 +64,11 @@ ON CONFLICT (call_id) DO UPDATE SET
 """
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call as the model issued it."""
-
-    call_id: str
-    name: str
-    arguments: str  # JSON string as issued (Chat/Responses); JSON text of `input` (Anthropic); custom input
-    dialect: str  # "chat" | "responses" | "messages"
-    kind: str = "function"  # "function" | "custom"
-
-
-class MemoryStoreError(ValueError):
-    """The store cannot be opened at the given path (a directory, no permission, …)."""
-
-
 class _NotADatabase(Exception):
     """The file at the path exists but is not a usable SQLite store of ours."""
 
 
-class Memory:
+class SqliteStore:
     """Tool calls by call id, with expiry and a size bound. Thread-safe; see the module docstring."""
 
     def __init__(
@@ -179,7 +165,7 @@ class Memory:
             except sqlite3.Error as e:
                 logger.warning("llmfix memory %s: close failed: %s", self.path, e)
 
-    def __enter__(self) -> Memory:
+    def __enter__(self) -> SqliteStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.redact import redact_text
+from llmfix.report.redact import redact_text
 from llmfix.wire import anthropic as an
 from llmfix.wire import chat as ch
 from llmfix.wire import responses as rs

@@ -18,10 +18,10 @@ from backports import zstd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llmfix.learn import StreamLearner, calls_in_request, learn_json_response
-from llmfix.memory import ToolCall
+from llmfix.memory.learn import StreamLearner, calls_in_request, learn_json_response
+from llmfix.memory.store import ToolCall
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 # Expected calls, in order, as they appear in the captured streams.
 CAPTURES: dict[str, tuple[str, str, list[ToolCall]]] = {
@@ -71,11 +71,11 @@ def pieces(data: bytes, size: int) -> list[bytes]:
 
 @contextmanager
 def learn_warnings() -> Iterator[list[logging.LogRecord]]:
-    """Warnings of llmfix.learn (usable inside hypothesis tests, unlike caplog)."""
+    """Warnings of llmfix.memory.learn (usable inside hypothesis tests, unlike caplog)."""
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("llmfix.learn")
+    logger = logging.getLogger("llmfix.memory.learn")
     logger.addHandler(handler)
     try:
         yield records
@@ -473,10 +473,10 @@ def test_sse_like_garbage_never_raises(dialect: str, text: str) -> None:
 def test_invalid_json_warns_once_and_stops_learning(caplog: pytest.LogCaptureFixture, size: int) -> None:
     good, _, _ = capture("droid-chat")[1].partition(b"data: [DONE]")
     raw = good + b'data: {"choices": [{"delta": {"tool_calls": [oops\n\n' + openai_style_chat_stream()
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         got = learn("chat", pieces(raw, size), label="flow 42")
     assert [c.call_id for c in got] == ["call_mock_a", "call_mock_b"]  # complete before the bad event
-    [record] = [r for r in caplog.records if r.name == "llmfix.learn"]
+    [record] = [r for r in caplog.records if r.name == "llmfix.memory.learn"]
     assert "invalid JSON" in record.getMessage()
     assert "flow 42" in record.getMessage()
 
@@ -489,21 +489,21 @@ def test_raising_callback_warns_once_and_stops(caplog: pytest.LogCaptureFixture)
         raise RuntimeError("memory is on fire")
 
     learner = StreamLearner("messages", on_calls)
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         for chunk in pieces(anthropic_stream(), 20):
             learner.feed(chunk)
         learner.feed(b"")
     assert len(calls) == 1
-    [record] = [r for r in caplog.records if r.name == "llmfix.learn"]
+    [record] = [r for r in caplog.records if r.name == "llmfix.memory.learn"]
     assert "memory is on fire" in record.getMessage()
     assert learner.stopped
 
 
 @pytest.mark.parametrize(("encoding", "body"), [("compress", b"data: x\n\n"), ("gzip", b"\x1f\x8bnot gzip at all")])
 def test_undecodable_body_warns_once(caplog: pytest.LogCaptureFixture, encoding: str, body: bytes) -> None:
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         assert learn("chat", [body, body, body], content_encoding=encoding) == []
-    assert len([r for r in caplog.records if r.name == "llmfix.learn"]) == 1
+    assert len([r for r in caplog.records if r.name == "llmfix.memory.learn"]) == 1
 
 
 def test_oversized_events_are_dropped_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
@@ -513,10 +513,10 @@ def test_oversized_events_are_dropped_with_one_warning(caplog: pytest.LogCapture
     rest = chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]})
     after = chat_chunk({"tool_calls": [{"index": 1, "id": "kept", "function": {"name": "B", "arguments": "{}"}}]})
     raw = sse(huge, first, huge_fragment, rest, huge, after, chat_chunk({}, "tool_calls"), "[DONE]")
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         for size in (1, 100, len(raw)):
             assert learn("chat", pieces(raw, size), max_buffer=1024) == [ToolCall("kept", "B", "{}", "chat")]
-    records = [r for r in caplog.records if r.name == "llmfix.learn"]
+    records = [r for r in caplog.records if r.name == "llmfix.memory.learn"]
     assert len(records) == 3  # one per stream
     assert "larger than 1024 bytes" in records[0].getMessage()
 
@@ -530,9 +530,9 @@ def test_oversized_responses_delta_falls_back_to_the_done_item(caplog: pytest.Lo
         responses_event("response.function_call_arguments.delta", item_id="fc_2", output_index=0, delta="!"),
         responses_event("response.output_item.done", output_index=0, item={**item, "arguments": "{}"}),
     )
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         assert learn("responses", pieces(raw, 64), max_buffer=1024) == [ToolCall("call_f2", "shell", "{}", "responses")]
-    [record] = [r for r in caplog.records if r.name == "llmfix.learn"]
+    [record] = [r for r in caplog.records if r.name == "llmfix.memory.learn"]
     assert "larger than 1024 bytes" in record.getMessage()
 
 
@@ -600,16 +600,16 @@ def test_learn_json_anthropic_message() -> None:
 
 
 def test_learn_json_error_body_is_not_a_problem(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         assert learn_json_response("chat", b'{"error": {"message": "bad"}}') == []
     assert caplog.records == []
 
 
 @pytest.mark.parametrize("body", [b"", b"not json", b"[1, 2]", b'{"choices": [', b"\xff\xfe"])
 def test_learn_json_bad_input_warns(caplog: pytest.LogCaptureFixture, body: bytes) -> None:
-    with caplog.at_level(logging.WARNING, logger="llmfix.learn"):
+    with caplog.at_level(logging.WARNING, logger="llmfix.memory.learn"):
         assert learn_json_response("chat", body) == []
-    assert len([r for r in caplog.records if r.name == "llmfix.learn"]) == 1
+    assert len([r for r in caplog.records if r.name == "llmfix.memory.learn"]) == 1
 
 
 # -- calls declared in requests ----------------------------------------------------------------------------

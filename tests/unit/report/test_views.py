@@ -11,8 +11,8 @@ import pytest
 from mitmproxy import contentviews, http, io
 from mitmproxy.test import taddons, tutils
 
-from llmfix import views
 from llmfix.proxy import LLMFix
+from llmfix.report import views
 from tests.conftest import fixture_bytes, make_flow
 
 XAI = fixture_bytes("pi-ai/xai_responses.json")

@@ -11,7 +11,8 @@ import pytest
 from mitmproxy import exceptions, http, io
 from mitmproxy.test import taddons, tflow, tutils
 
-from llmfix.capture import (
+from llmfix.proxy import LLMFix
+from llmfix.report.capture import (
     REDACTED,
     Capture,
     expect_path,
@@ -22,7 +23,6 @@ from llmfix.capture import (
     secret_name,
     write_fixture,
 )
-from llmfix.proxy import LLMFix
 from tests.conftest import fixture_bytes, make_flow
 from tests.test_flows import read_flows, replay
 

@@ -1,0 +1,1 @@
+"""Request bodies: bytes ↔ JSON ↔ typed conversation (Content-Encoding, fast JSON, byte search, media references)."""

@@ -1,0 +1,77 @@
+"""What the rest of llmfix asks of its memory: the interface every backend implements.
+
+Repairs, learners and the proxy see memory only through these protocols, so a backend (the embedded
+SQLite file today, a shared store later) plugs in without touching them:
+
+- :class:`CallStore` — tool calls by call id (``remember`` / ``lookup``), bounded by age and count.
+  Repairs read it through :class:`llmfix.repairs.base.CallMemory` (``lookup`` only); the learners and
+  the proxy write to it through :class:`llmfix.memory.recall.Recall`.
+- :class:`MediaStore` — the tool-result media of requests in flight (``observe`` / ``finish`` /
+  ``correlated``), what restore-tool-media puts back; :class:`llmfix.memory.media_window.MediaWindow`
+  is the in-process implementation.
+
+Learned upstream quirks (host + dialect → profile flag, with the rejection that taught it) belong here
+too, as a third protocol, when the retry issue adds them.
+
+Contract for every backend: runtime failures never reach the caller (``remember`` returns 0,
+``lookup`` returns ``{}``, with a warning); only construction raises, :class:`MemoryStoreError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from llmfix.wire.toolresults import Result
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call as the model issued it."""
+
+    call_id: str
+    name: str
+    arguments: str  # JSON string as issued (Chat/Responses); JSON text of `input` (Anthropic); custom input
+    dialect: str  # "chat" | "responses" | "messages"
+    kind: str = "function"  # "function" | "custom"
+
+
+class MemoryStoreError(ValueError):
+    """The store cannot be opened with the given location (a directory, no permission, …)."""
+
+
+class CallStore(Protocol):
+    """Tool calls by call id, with expiry and a size bound. Safe to call from the event loop and worker threads."""
+
+    def remember(self, calls: Iterable[ToolCall]) -> int:
+        """Store (or refresh) these calls; the number written."""
+        ...
+
+    def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
+        """The calls known for these ids (unknown and expired ids are absent)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Observation(Protocol):
+    """One request's observation of one call id's tool result."""
+
+    flow_id: str
+    result: Result
+
+
+class MediaStore(Protocol):
+    """What each tool result carried in the requests in flight (or just ended), by call id."""
+
+    def knows(self, call_id: str | None) -> bool: ...
+
+    def worth_keeping(self, results: list[Result]) -> list[Result]: ...
+
+    def observe(self, flow_id: str, results: list[Result]) -> None: ...
+
+    def finish(self, flow_id: str) -> None: ...
+
+    def correlated(self, call_id: str, flow_id: str) -> Observation | None: ...

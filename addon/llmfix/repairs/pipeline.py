@@ -1,0 +1,37 @@
+"""The repairs, in the order they run, and the pipeline that runs them.
+
+Order matters: media a gateway dropped are restored first, so that the other repairs see the request as
+the client meant it; untangling a tool run comes before media are hoisted out of it, so the hoisted
+user message lands after the whole, untangled run (DESIGN §6); text arrays are flattened last.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmfix.body.haystack import Searchable
+from llmfix.repairs import flatten_tool_text, hoist_tool_media, restore_tool_media, untangle_tool_run
+from llmfix.repairs.base import Context, Repair
+from llmfix.report.changes import Change
+
+PIPELINE: tuple[Repair, ...] = (
+    restore_tool_media.REPAIR,
+    untangle_tool_run.REPAIR,
+    hoist_tool_media.REPAIR,
+    flatten_tool_text.REPAIR,
+)
+NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
+
+
+def candidates(ctx_dialect: Any, profile: Any, body: Searchable, enabled: frozenset[str]) -> list[Repair]:
+    """The enabled repairs that might change this body (cheap: profile flags and byte search only)."""
+    return [r for r in PIPELINE if r.name in enabled and r.might_apply(ctx_dialect, profile, body)]
+
+
+def run(items: list[Any], ctx: Context, repairs: list[Repair]) -> tuple[list[Any], list[Change]]:
+    """Run ``repairs`` in order; each sees the previous one's output."""
+    changes: list[Change] = []
+    for repair in repairs:
+        items, more = repair.apply(items, ctx)
+        changes.extend(more)
+    return items, changes

@@ -1,0 +1,1 @@
+"""What llmfix tells people: change records, console and JSONL log, redaction, mitmweb views, capture-to-fixture."""
