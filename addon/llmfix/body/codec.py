@@ -1,11 +1,12 @@
-"""Content-Encoding for request bodies: decode strictly, encode as mitmproxy would.
+"""Content-Encoding in one place: request bodies decoded strictly and re-encoded as mitmproxy would, streams piecewise.
 
 Why not ``mitmproxy.net.encoding``: it keeps one module-wide decode cache that is not thread-safe
 (two threads can get each other's body), and llmfix decodes large bodies in worker threads; its gzip
 decoder also accepts a truncated body silently. Here a truncated, corrupt or stacked encoding raises
 :class:`CodecError`, so the request passes unchanged with a warning instead of being half-read.
 Encoding mirrors mitmproxy's ``set_content`` (gzip level 1 with mtime 0, brotli quality 0, zstd level 1)
-so a repaired body leaves with the Content-Encoding it came with.
+so a repaired body leaves with the Content-Encoding it came with. :func:`stream_decoders` decode a
+streamed (SSE) answer chunk by chunk for the learners, in pieces of bounded size.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import brotli
 
@@ -139,3 +142,113 @@ def encode(body: bytes, content_encoding: str | None) -> bytes:
     if ce == "zstd":
         return zstd.compress(body, level=1)
     raise CodecError(f"cannot encode Content-Encoding {ce!r}")
+
+
+# -- streams: decoded piece by piece ----------------------------------------------------------------
+
+
+class StreamDecoder(Protocol):
+    """Decodes one Content-Encoding of a stream fed piece by piece (SSE answers), output in bounded pieces."""
+
+    def decode(self, data: bytes) -> Iterator[bytes]: ...
+
+
+class _ZlibDecoder:
+    """gzip (possibly multi-member) or zlib/raw deflate, output in pieces of at most ``limit`` bytes."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self._gzip = encoding in ("gzip", "x-gzip")
+        self._limit = limit
+        self._head = b""  # deflate: bytes held until the zlib header can be recognised
+        self._d: Any = zlib.decompressobj(47) if self._gzip else None
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        if self._d is None:
+            self._head += data
+            if len(self._head) < 2 and data:
+                return
+            data, self._head = self._head, b""
+            cmf_flg = int.from_bytes(data[:2]) if len(data) >= 2 else 0
+            is_zlib = data[:1] and data[0] & 0x0F == 8 and cmf_flg % 31 == 0
+            self._d = zlib.decompressobj(15 if is_zlib else -15)
+        while data:
+            out = self._d.decompress(data, self._limit)
+            if out:
+                yield out
+            if self._d.eof:  # end of a gzip member; another may follow
+                data = self._d.unused_data
+                if data and self._gzip:
+                    self._d = zlib.decompressobj(47)
+                    continue
+                return
+            data = self._d.unconsumed_tail
+
+
+class _BrotliDecoder:
+    """br. The output limit is soft (brotli hands out at least ~32 KiB at a time)."""
+
+    def __init__(self, limit: int) -> None:
+        self._d = brotli.Decompressor()
+        self._limit = limit
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        if not data:
+            return
+        if self._d.is_finished():
+            raise ValueError("data after the end of the brotli stream")
+        out = self._d.process(data, output_buffer_limit=self._limit)
+        # can_accept_more_data() only reports buffered *input*; output held back by the limit is
+        # drained with empty input until none is left (brotli 1.2).
+        while out:
+            yield out
+            out = self._d.process(b"", output_buffer_limit=self._limit) if not self._d.is_finished() else b""
+
+
+class _ZstdDecoder:
+    """zstd, possibly several frames."""
+
+    def __init__(self, limit: int) -> None:
+        self._new = zstd.ZstdDecompressor
+        self._d = zstd.ZstdDecompressor()
+        self._limit = limit
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            yield self._d.decompress(data, self._limit)
+            while not self._d.needs_input and not self._d.eof:
+                yield self._d.decompress(b"", self._limit)
+            if not self._d.eof:
+                return
+            data = self._d.unused_data
+            self._d = self._new()
+
+
+def stream_decoders(content_encoding: str | None, limit: int) -> list[StreamDecoder]:
+    """Decoders to apply in order (the reverse of the encodings listed); ValueError if unknown."""
+    decoders: list[StreamDecoder] = []
+    for enc in reversed([e.strip().lower() for e in (content_encoding or "").split(",")]):
+        if enc in ("", "identity"):
+            continue
+        try:
+            if enc in ("gzip", "x-gzip", "deflate"):
+                decoders.append(_ZlibDecoder(enc, limit))
+            elif enc == "br":
+                decoders.append(_BrotliDecoder(limit))
+            elif enc == "zstd":
+                decoders.append(_ZstdDecoder(limit))
+            else:
+                raise ValueError(f"unsupported content-encoding {enc!r}")
+        except ImportError as e:
+            raise ValueError(f"no decoder for content-encoding {enc!r}: {e}") from e
+    return decoders
+
+
+def decode_pieces(decoders: list[StreamDecoder], data: bytes) -> Iterator[bytes]:
+    if not decoders:
+        if data:
+            yield data
+        return
+    first, rest = decoders[0], decoders[1:]
+    for piece in first.decode(data):
+        if piece:
+            yield from decode_pieces(rest, piece)

@@ -1,0 +1,73 @@
+"""Learning tool calls in Anthropic Messages: ``tool_use`` blocks of assistant messages, JSON answers and SSE events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from llmfix.memory.learn_base import dicts, json_text
+from llmfix.memory.store import ToolCall
+
+
+def _anthropic_call(block: Any) -> ToolCall | None:
+    """An Anthropic ``tool_use`` block → ToolCall (arguments = JSON text of ``input``), or None."""
+    if not isinstance(block, dict) or block.get("type") != "tool_use":
+        return None
+    call_id, name = block.get("id"), block.get("name")
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+        return None
+    return ToolCall(call_id, name, json_text(block.get("input", {})), "messages")
+
+
+def calls_in_response(obj: dict[str, Any]) -> list[ToolCall]:
+    return [c for c in map(_anthropic_call, dicts(obj.get("content"))) if c is not None]
+
+
+def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list[ToolCall]:
+    calls = [
+        _anthropic_call(block)
+        for msg in dicts(body.get("messages"))
+        if msg.get("role") == "assistant"
+        for block in dicts(msg.get("content"))
+        if not known(block.get("id"))
+    ]
+    return [c for c in calls if c is not None]
+
+
+class Assembler:
+    """``tool_use`` content blocks; ``input_json_delta`` fragments joined per block index."""
+
+    def __init__(self) -> None:
+        # block index -> [id, name, input (from content_block_start), fragments]
+        self._pending: dict[Any, list[Any]] = {}
+
+    def wants(self, event: bytes) -> bool:
+        return b"tool_use" in event or (
+            bool(self._pending) and (b"input_json_delta" in event or b"content_block_stop" in event)
+        )
+
+    def on_event(self, data: Any, out: list[ToolCall]) -> None:
+        if not isinstance(data, dict):
+            return
+        kind, index = data.get("type"), data.get("index")
+        if kind == "content_block_start":
+            call = _anthropic_call(data.get("content_block"))
+            if call is not None:
+                self._pending[index] = [call.call_id, call.name, call.arguments, []]
+        elif kind == "content_block_delta" and index in self._pending:
+            delta = data.get("delta")
+            if isinstance(delta, dict) and isinstance(piece := delta.get("partial_json"), str):
+                self._pending[index][3].append(piece)
+        elif kind == "content_block_stop" and index in self._pending:
+            self._emit(index, out)
+
+    def _emit(self, index: Any, out: list[ToolCall]) -> None:
+        call_id, name, start_input, pieces = self._pending.pop(index)
+        out.append(ToolCall(call_id, name, "".join(pieces) or start_input, "messages"))
+
+    def finish(self, out: list[ToolCall]) -> None:
+        for index in list(self._pending):
+            self._emit(index, out)
+
+    def forget_partial(self) -> None:
+        self._pending.clear()

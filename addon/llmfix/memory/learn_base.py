@@ -1,0 +1,33 @@
+"""What the per-dialect learners share: the assembler protocol and two small JSON helpers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from llmfix.memory.store import ToolCall
+
+
+def json_text(value: Any) -> str:
+    """The JSON text of an already-parsed value (Anthropic ``input``, or non-string arguments)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+class Assembler(Protocol):
+    def wants(self, event: bytes) -> bool:
+        """Cheap pre-check on the raw event bytes: may this event matter?"""
+        ...
+
+    def on_event(self, data: Any, out: list[ToolCall]) -> None: ...
+
+    def finish(self, out: list[ToolCall]) -> None:
+        """End of stream (or [DONE]): report whatever is pending and complete enough."""
+        ...
+
+    def forget_partial(self) -> None:
+        """An event was lost: drop calls that may be missing a piece."""
+        ...

@@ -1,0 +1,101 @@
+"""Learning tool calls in Chat Completions: ``tool_calls[]`` of assistant messages, JSON answers and SSE deltas."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from llmfix.memory.learn_base import dicts, json_text
+from llmfix.memory.store import ToolCall
+
+
+def _chat_call(tc: Any) -> ToolCall | None:
+    """A Chat ``tool_calls[]`` entry (function or custom) → ToolCall, or None if incomplete."""
+    if not isinstance(tc, dict):
+        return None
+    call_id = tc.get("id")
+    if tc.get("type") == "custom" and isinstance(custom := tc.get("custom"), dict):
+        name, args, kind = custom.get("name"), custom.get("input", ""), "custom"
+    else:
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            return None
+        name, args, kind = fn.get("name"), fn.get("arguments", ""), "function"
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+        return None
+    return ToolCall(call_id, name, json_text(args if args is not None else ""), "chat", kind)
+
+
+def calls_in_response(obj: dict[str, Any]) -> list[ToolCall]:
+    calls = [
+        _chat_call(tc)
+        for choice in dicts(obj.get("choices"))
+        if isinstance(message := choice.get("message"), dict)
+        for tc in dicts(message.get("tool_calls"))
+    ]
+    return [c for c in calls if c is not None]
+
+
+def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list[ToolCall]:
+    calls = [
+        _chat_call(tc)
+        for msg in dicts(body.get("messages"))
+        if msg.get("role") == "assistant"
+        for tc in dicts(msg.get("tool_calls"))
+        if not known(tc.get("id"))
+    ]
+    return [c for c in calls if c is not None]
+
+
+class Assembler:
+    """``choices[i].delta.tool_calls[]`` reassembled by (choice index, tool-call index)."""
+
+    def __init__(self) -> None:
+        # (choice index, tool-call index) -> [id, name, argument fragments, kind]
+        self._pending: dict[tuple[Any, Any], list[Any]] = {}
+
+    def wants(self, event: bytes) -> bool:
+        return b"tool_calls" in event or (bool(self._pending) and b"finish_reason" in event)
+
+    def on_event(self, data: Any, out: list[ToolCall]) -> None:
+        for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
+            ci = choice.get("index", 0)
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                for pos, tc in enumerate(dicts(delta.get("tool_calls"))):
+                    self._add(ci, tc.get("index", pos), tc, out)
+            if choice.get("finish_reason"):
+                self._emit([k for k in self._pending if k[0] == ci], out)
+
+    def _add(self, ci: Any, ti: Any, tc: dict[str, Any], out: list[ToolCall]) -> None:
+        key = (ci, ti)
+        call_id = tc.get("id")
+        entry = self._pending.get(key)
+        if entry is not None and isinstance(call_id, str) and call_id and entry[0] and call_id != entry[0]:
+            self._emit([key], out)  # a vendor reusing one index for several whole calls
+            entry = None
+        if entry is None:
+            entry = self._pending[key] = [None, None, [], "function"]
+        if isinstance(call_id, str) and call_id and not entry[0]:
+            entry[0] = call_id
+        if tc.get("type") == "custom" or isinstance(tc.get("custom"), dict):
+            entry[3] = "custom"
+        fn = tc.get("custom") if entry[3] == "custom" else tc.get("function")
+        if isinstance(fn, dict):
+            name, piece = fn.get("name"), fn.get("input" if entry[3] == "custom" else "arguments")
+            if isinstance(name, str) and name and not entry[1]:
+                entry[1] = name
+            if isinstance(piece, str):
+                entry[2].append(piece)
+
+    def _emit(self, keys: list[tuple[Any, Any]], out: list[ToolCall]) -> None:
+        for key in keys:  # insertion order: the order the calls began
+            call_id, name, pieces, kind = self._pending.pop(key)
+            if call_id and name:
+                out.append(ToolCall(call_id, name, "".join(pieces), "chat", kind))
+
+    def finish(self, out: list[ToolCall]) -> None:
+        self._emit(list(self._pending), out)
+
+    def forget_partial(self) -> None:
+        self._pending.clear()
