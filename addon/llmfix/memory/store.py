@@ -10,8 +10,8 @@ SQLite file today, a shared store later) plugs in without touching them:
   ``correlated``), what restore-tool-media puts back; :class:`llmfix.memory.media_window.MediaWindow`
   is the in-process implementation.
 
-Learned upstream quirks (host + dialect → profile flag, with the rejection that taught it) belong here
-too, as a third protocol, when the retry issue adds them.
+- :class:`QuirkStore` — upstream quirks learned from rejections (host, port, dialect → a profile flag's
+  value, with the rejection that taught it and when), so the next request is repaired up front.
 
 Contract for every backend: runtime failures never reach the caller (``remember`` returns 0,
 ``lookup`` returns ``{}``, with a warning); only construction raises, :class:`MemoryStoreError`.
@@ -75,3 +75,32 @@ class MediaStore(Protocol):
     def finish(self, flow_id: str) -> None: ...
 
     def correlated(self, call_id: str, flow_id: str) -> Observation | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Quirk:
+    """A profile flag learned for one upstream (host, port and dialect) from a rejection it answered."""
+
+    host: str
+    port: int
+    dialect: str  # "chat" | "responses" | "messages"
+    flag: str  # a Profile field, e.g. "responses_tool_output_array"
+    value: bool
+    reason: str  # what taught it: status and a short, redacted excerpt of the error text (never a header or key)
+    learned_at: float  # unix time
+
+
+class QuirkStore(Protocol):
+    """Learned upstream quirks, expiring with the rest of the memory. A profiles-file setting always wins over them."""
+
+    def learn(self, quirk: Quirk) -> None:
+        """Store (or refresh) ``quirk``, replacing one with the same host, port, dialect and flag."""
+        ...
+
+    def quirks(self) -> list[Quirk]:
+        """Every unexpired quirk, oldest first."""
+        ...
+
+    def forget(self, host: str | None = None) -> int:
+        """Forget the quirks of ``host`` (every host when None); how many were forgotten."""
+        ...
