@@ -9,6 +9,10 @@ the declaration from its history (B2). This module reads those calls so memory c
 - :func:`learn_json_response` reads a non-streamed JSON response;
 - :func:`calls_in_request` reads the calls a request's own history declares.
 
+The shapes of each dialect live in :mod:`.learn_chat`, :mod:`.learn_responses` and :mod:`.learn_anthropic`
+(each: its calls in requests and JSON answers, and an SSE ``Assembler``); Content-Encoding is
+:mod:`llmfix.body.codec`'s.
+
 Invariants: the learner only observes; it never changes, delays or drops a byte of the response, and
 ``feed`` never raises (an internal error, an undecodable body or a raising callback logs one warning
 and ends learning for that stream). Each call id is reported at most once per stream, and a call
