@@ -15,16 +15,19 @@ On profiles with ``anthropic_system_messages = false`` each run of consecutive s
 in order and whole, as ``<system-reminder>`` text blocks (one per text block, or one for string content):
 
 - at the end of the user message right before the run (after its tool_result blocks, which stay first);
-- else at the start of the user message right after it, after that message's leading tool_result blocks
-  (a tool_result must come first; e.g. a system message between a tool_use and its result);
-- else (first entry before an assistant, or between assistant turns) as a new user message in its place.
+- after an assistant's tool_use (before its results, where Anthropic itself refuses it), into the user
+  message right after the run, after that message's leading tool_result blocks (they must come first);
+- at the very start of the conversation, at the start of the first user message (where Claude Code puts
+  them itself for models without the feature);
+- else (after an assistant's text, or before an assistant) as a new user message in the run's place.
 
 ``cache_control`` and any other field of a text block stay on its folded block, so the number of cache
 markers never changes (Anthropic allows 4; the fold adds none). Non-text blocks (invalid in a system
 message, but not ours to lose) move as they are. A folded message's own fields other than role and content
 (``output_config``) cannot be put anywhere and are dropped; the change record says so. A text already
-wrapped in ``<system-reminder>`` is not wrapped again. The choice of target depends only on the messages
-next to the run, so a turn's repaired prefix stays the same on the next turn.
+wrapped in ``<system-reminder>`` is not wrapped again. Prefix-stable: a run is folded forward only when
+what comes before it requires a following user message (a tool_use waiting for its results, or nothing
+at all), so a later turn never moves text folded in an earlier one.
 """
 
 from __future__ import annotations
@@ -77,6 +80,11 @@ def _folded(m: an.Message) -> list[Any]:
     return out
 
 
+def _has_tool_use(m: Any) -> bool:
+    return isinstance(m, an.Message) and isinstance(m.content, list) and any(
+        isinstance(b, an.ToolUse) for b in m.content)
+
+
 def _lead(blocks: list[Any]) -> int:
     """How many tool_result blocks open a user message."""
     n = 0
@@ -113,7 +121,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             old = _blocks(out[target])
             out[target] = evolve(out[target], content=old + blocks)
             where = f"the end of messages[{target}]"
-        elif i < len(items) and _is_user(items[i]):
+        elif i < len(items) and _is_user(items[i]) and (start == 0 or _has_tool_use(items[start - 1])):
             target = i
             old = _blocks(out[target])
             lead = _lead(old)

@@ -227,6 +227,14 @@ def test_idempotent(case: int) -> None:
     assert again.status == "untouched"
 
 
+def test_after_an_assistant_text_turn_a_new_user_message_even_when_a_user_message_follows() -> None:
+    """Folding into the next user message would move the text when the next turn adds that message."""
+    alone = sent(body(user("u1"), assistant(text("a1")), system("s")))["messages"]
+    later = sent(body(user("u1"), assistant(text("a1")), system("s"), user("u2")))["messages"]
+    assert alone == [user("u1"), assistant(text("a1")), {"role": "user", "content": [r("s")]}]
+    assert later == [*alone, user("u2")]
+
+
 def test_prefix_stable_turn_after_turn() -> None:
     """Turn N's repaired messages are a byte-exact prefix of turn N+1's (prompt caches keep working)."""
     turns = [
