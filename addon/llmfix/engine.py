@@ -115,7 +115,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if (why := _not_an_object(data)) is not None:
         return Outcome("failed", f"body is not a JSON object ({why})")
     table = settings.table
-    host_only = table.resolve(req.host, req.port, None)
+    host_only = table.resolve(req.host, req.port, None, req.dialect)
     hay = haystack(data)
     todo = pipeline.candidates(req.dialect, host_only.profile, hay, settings.enabled)
     learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
@@ -130,7 +130,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         memory.remember(calls_in_request(str(req.dialect), conv.body, memory.recently_written))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
-    resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
+    resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect)
     if resolved is not host_only:
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     extras = {"media_window": settings.window, "flow_id": req.flow_id}

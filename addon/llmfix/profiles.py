@@ -1,12 +1,18 @@
 """Upstream profiles: what an upstream accepts, as flags that repairs read (never host names).
 
-A profile is chosen by the request's host (built-ins below; an unknown host gets ``spec``, the strict
-reading of the public OpenAI/Anthropic specs), then adjusted by the user's profiles file, by host and
-by model. The file is TOML::
+An upstream is a host AND a dialect: a vendor's Chat API and its Anthropic-compatible Messages API on
+one host accept different things (DeepSeek's Chat API rejects every image, its ``/anthropic`` Messages
+API takes image blocks). A profile is chosen by the request's host (built-ins below; an unknown host
+gets ``spec``, the strict reading of the public OpenAI/Anthropic specs), then by the dialect (the
+``deepseek`` family on a Messages request is ``deepseek-anthropic``, see :data:`VARIANTS`), then
+adjusted by the user's profiles file, by host and by model. The file is TOML::
 
     [hosts."gateway.internal:8443"]     # host or host:port; glob patterns allowed
-    base = "xai"                        # start from a built-in profile
+    base = "xai"                        # start from a built-in profile (its dialect variant, if any)
     chat_tool_media = false             # then override any flag
+
+    [hosts."gateway.internal:8443".messages]   # only for this dialect (chat, responses, messages)
+    anthropic_system_messages = false
 
     [models."grok-code-*"]              # model id glob, applied after the host
     input = ["text"]                    # input modalities, overriding the models.dev catalogue
@@ -26,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from llmfix import catalogue
+from llmfix.route import Dialect
 
 
 class Profile(BaseModel):
@@ -48,6 +55,10 @@ class Profile(BaseModel):
     """May a request carry image/file parts at all. False: every model is text-only, whatever the catalogue
     says or does not know (R7: DeepSeek answers ``unknown variant `image_url`, expected `text``` for any
     model), unless a profiles-file ``input`` names its modalities."""
+    anthropic_system_messages: bool = True
+    """May an Anthropic ``messages[]`` entry have ``role:"system"`` (mid-conversation system messages, which
+    Claude Code sends since 2.1.154). False: folded into user messages (session-killers §2.3: DeepSeek 400
+    ``unknown variant `system` ``, GLM 422 ``Input should be 'user' or 'assistant'``, MiniMax 400 ``(2013)``)."""
 
 
 TEXT_ONLY = frozenset({"text"})
@@ -65,10 +76,39 @@ BUILTIN: dict[str, Profile] = {
             responses_image_requires_url=True,
         ),
         Profile(name="deepseek", catalogue="deepseek", chat_tool_text_array=False, media_input=False),
+        # DeepSeek's Messages API reference lists image blocks (base64, url, file) as supported, in user
+        # content and in tool_result content: no media_input=false here, no catalogue (its text-only entries
+        # describe the Chat API). Mid-conversation system messages: 400 (session-killers §2.3).
+        Profile(name="deepseek-anthropic", anthropic_system_messages=False),
         Profile(name="anthropic", catalogue="anthropic"),
         Profile(name="openrouter", catalogue="openrouter"),
+        # Anthropic-compatible endpoints (session-killers §2.1, §2.3). The Chat side of these vendors gets the
+        # spec reading; only the Messages side has known rejections.
+        Profile(name="glm", catalogue="zhipuai"),
+        Profile(name="glm-anthropic", catalogue="zhipuai", anthropic_system_messages=False),  # 422
+        Profile(name="qwen", catalogue="alibaba"),
+        Profile(name="qwen-anthropic", catalogue="alibaba", anthropic_system_messages=False),  # 400
+        Profile(name="minimax", catalogue="minimax"),
+        Profile(name="minimax-anthropic", catalogue="minimax", anthropic_system_messages=False),  # 400 (2013)
+        Profile(name="moonshot", catalogue="moonshotai"),
+        # Kimi publishes no contract for its Anthropic endpoint; no rejection text is known. Inference: its
+        # chat-template backend takes no system turn mid-conversation, like the others; the fold sends what
+        # Claude Code itself sends to models without the feature, so it is safe if Kimi would accept them.
+        Profile(name="moonshot-anthropic", catalogue="moonshotai", anthropic_system_messages=False),
     )
 }
+
+VARIANTS: dict[str, dict[Dialect, str]] = {
+    "deepseek": {Dialect.MESSAGES: "deepseek-anthropic"},
+    "glm": {Dialect.MESSAGES: "glm-anthropic"},
+    "qwen": {Dialect.MESSAGES: "qwen-anthropic"},
+    "minimax": {Dialect.MESSAGES: "minimax-anthropic"},
+    "moonshot": {Dialect.MESSAGES: "moonshot-anthropic"},
+}
+"""A vendor's profile per dialect: the upstream is host AND dialect. A ``base`` in the profiles file picks
+the variant too, so ``base = "deepseek"`` on a gateway gives ``deepseek-anthropic`` to its Messages requests."""
+
+DIALECT_SECTIONS = tuple(d.value for d in Dialect)
 
 BUILTIN_HOSTS: tuple[tuple[str, str], ...] = (
     ("api.openai.com", "openai"),
@@ -77,7 +117,24 @@ BUILTIN_HOSTS: tuple[tuple[str, str], ...] = (
     ("api.anthropic.com", "anthropic"),
     ("api.deepseek.com", "deepseek"),
     ("openrouter.ai", "openrouter"),
+    ("open.bigmodel.cn", "glm"),
+    ("api.z.ai", "glm"),
+    ("dashscope.aliyuncs.com", "qwen"),
+    ("dashscope-*.aliyuncs.com", "qwen"),
+    ("*.dashscope.aliyuncs.com", "qwen"),
+    ("*.maas.aliyuncs.com", "qwen"),
+    ("api.minimax.io", "minimax"),
+    ("api.minimaxi.com", "minimax"),
+    ("api.moonshot.ai", "moonshot"),
+    ("api.moonshot.cn", "moonshot"),
+    ("api.kimi.com", "moonshot"),
+    ("api.kimi.ai", "moonshot"),
 )
+
+
+def builtin(name: str, dialect: Dialect | None) -> Profile:
+    """The built-in profile ``name``, or its variant for ``dialect``."""
+    return BUILTIN[VARIANTS.get(name, {}).get(dialect, name) if dialect is not None else name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +151,8 @@ class _Override:
     base: str | None
     flags: dict[str, bool]
     modalities: frozenset[str] | None
+    dialects: dict[str, _Override] = field(default_factory=dict)
+    """Per-dialect sub-tables (``[hosts."h".messages]``), applied after this entry's own flags."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,41 +160,42 @@ class ProfileTable:
     hosts: tuple[_Override, ...] = ()
     models: tuple[_Override, ...] = ()
     source: str | None = None
-    _cache: dict[tuple[str, int | None, str | None], Resolved] = field(default_factory=dict, compare=False)
+    _cache: dict[tuple[str, int | None, str | None, Dialect | None], Resolved] = field(
+        default_factory=dict, compare=False)
 
-    def resolve(self, host: str, port: int | None, model: str | None) -> Resolved:
-        key = (host, port, model)
+    def resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None = None) -> Resolved:
+        """The profile of the upstream ``host[:port]`` speaking ``dialect`` (None: the host's default)."""
+        key = (host, port, model, dialect)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._resolve(host.lower(), port, model)
+            hit = self._resolve(host.lower(), port, model, dialect)
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[key] = hit
         return hit
 
-    def _resolve(self, host: str, port: int | None, model: str | None) -> Resolved:
+    def _resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None) -> Resolved:
         names = (f"{host}:{port}", host) if port is not None else (host,)
         base = next((p for pat, p in BUILTIN_HOSTS if any(fnmatch.fnmatchcase(n, pat) for n in names)), "spec")
-        profile = BUILTIN[base]
+        profile = builtin(base, dialect)
         modality_override: frozenset[str] | None = None
-        for o in self.hosts:
-            if any(fnmatch.fnmatchcase(n, o.pattern) for n in names):
-                profile = _apply(profile, o)
-                modality_override = o.modalities or modality_override
+        matching = [o for o in self.hosts if any(fnmatch.fnmatchcase(n, o.pattern) for n in names)]
         if model:
-            for o in self.models:
-                if fnmatch.fnmatchcase(model, o.pattern):
-                    profile = _apply(profile, o)
-                    modality_override = o.modalities or modality_override
+            matching += [o for o in self.models if fnmatch.fnmatchcase(model, o.pattern)]
+        for o in matching:
+            for step in (o, o.dialects.get(dialect)) if dialect is not None else (o,):
+                if step is not None:
+                    profile = _apply(profile, step, dialect)
+                    modality_override = step.modalities or modality_override
         if modality_override is None and not profile.media_input:
             modality_override = TEXT_ONLY
         modalities = modality_override or catalogue.input_modalities(model, profile.catalogue)
         return Resolved(profile, modalities)
 
 
-def _apply(profile: Profile, o: _Override) -> Profile:
+def _apply(profile: Profile, o: _Override, dialect: Dialect | None) -> Profile:
     if o.base is not None:
-        profile = BUILTIN[o.base].model_copy(update={"name": o.base})
+        profile = builtin(o.base, dialect)
     if o.flags:
         profile = profile.model_copy(update={**o.flags, "name": f"{profile.name}+{o.pattern}"})
     return profile
@@ -155,11 +215,17 @@ def parse_table(data: dict[str, Any], source: str = "<config>") -> ProfileTable:
     return ProfileTable(hosts=sections["hosts"], models=sections["models"], source=source)
 
 
-def _parse_override(section: str, pattern: str, entry: Any, source: str) -> _Override:
+def _parse_override(section: str, pattern: str, entry: Any, source: str, nested: bool = False) -> _Override:
     where = f'{source}: [{section}."{pattern}"]'
     if not isinstance(entry, dict):
         raise ValueError(f"{where} must be a table")
     entry = dict(entry)
+    dialects: dict[str, _Override] = {}
+    for name in DIALECT_SECTIONS:
+        if isinstance(entry.get(name), dict):
+            if nested:
+                raise ValueError(f"{where}: a dialect table cannot hold another one ({name})")
+            dialects[name] = _parse_override(section, f"{pattern}.{name}", entry.pop(name), source, nested=True)
     base = entry.pop("base", None)
     if base is not None and base not in BUILTIN:
         raise ValueError(f"{where}: unknown base profile {base!r}; built-ins are {sorted(BUILTIN)}")
@@ -176,7 +242,7 @@ def _parse_override(section: str, pattern: str, entry: Any, source: str) -> _Ove
         Profile(name="check", **entry)
     except ValidationError as e:
         raise ValueError(f"{where}: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from e
-    return _Override(pattern.lower() if section == "hosts" else pattern, base, entry, modalities)
+    return _Override(pattern.lower() if section == "hosts" else pattern, base, entry, modalities, dialects)
 
 
 def load_table(path: str | None) -> ProfileTable:

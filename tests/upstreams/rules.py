@@ -10,18 +10,21 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tests.upstreams import chat_rules, messages_rules, responses_rules
+from tests.upstreams import chat_rules, compat_rules, messages_rules, responses_rules
 from tests.upstreams.errors import Rejection
 
 __all__ = ["RULE_SETS", "Rejection", "check", "dialect_of", "rules_for_host"]
 
 Dialect = Literal["responses", "chat", "messages"]
-RULE_SETS = ("xai", "openai", "deepseek", "anthropic", "spec")
+RULE_SETS = ("xai", "openai", "deepseek", "anthropic", "spec", "glm", "minimax")
 HOST_RULES = {
     "api.x.ai": "xai",
     "api.openai.com": "openai",
     "api.deepseek.com": "deepseek",
     "api.anthropic.com": "anthropic",
+    "open.bigmodel.cn": "glm",
+    "api.z.ai": "glm",
+    "api.minimax.io": "minimax",
 }
 
 
@@ -61,5 +64,5 @@ def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
             return chat_rules.check_xai(body)
         return chat_rules.check_openai(body)
     if dialect == "messages":
-        return messages_rules.check(body)
+        return compat_rules.check(rules, body) or messages_rules.check(body)
     return None

@@ -1,8 +1,10 @@
 """The repairs, in the order they run, and the pipeline that runs them.
 
-Order matters: media a gateway dropped are restored first, so that the other repairs see the request as
-the client meant it; untangling a tool run comes before media are hoisted out of it, so the hoisted
-user message lands after the whole, untangled run (DESIGN §6); text arrays are flattened last.
+Order matters: system messages an upstream does not take are folded into user messages first, so every
+later repair sees only user and assistant turns; media a gateway dropped are restored next, so that the
+other repairs see the request as the client meant it; untangling a tool run comes before media are
+hoisted out of it, so the hoisted user message lands after the whole, untangled run (DESIGN §6); text
+arrays are flattened last.
 """
 
 from __future__ import annotations
@@ -10,11 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.body.haystack import Searchable
-from llmfix.repairs import flatten_tool_text, hoist_tool_media, restore_tool_media, untangle_tool_run
+from llmfix.repairs import (
+    flatten_tool_text,
+    fold_system_messages,
+    hoist_tool_media,
+    restore_tool_media,
+    untangle_tool_run,
+)
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 
 PIPELINE: tuple[Repair, ...] = (
+    fold_system_messages.REPAIR,
     restore_tool_media.REPAIR,
     untangle_tool_run.REPAIR,
     hoist_tool_media.REPAIR,
