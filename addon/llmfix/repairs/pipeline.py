@@ -1,8 +1,9 @@
 """The repairs, in the order they run, and the pipeline that runs them.
 
-Order matters: media a gateway dropped are restored first, so that the other repairs see the request as
-the client meant it; untangling a tool run comes before media are hoisted out of it, so the hoisted
-user message lands after the whole, untangled run (DESIGN §6); text arrays are flattened last.
+Order matters: media a gateway dropped, or a client turned into text, are restored first, so that the
+other repairs see the request as the client meant it; untangling a tool run comes before media are
+hoisted out of it, so the hoisted user message lands after the whole, untangled run (DESIGN §6); media a
+text-only model cannot take are then omitted everywhere else; text arrays are flattened last.
 """
 
 from __future__ import annotations
@@ -10,14 +11,23 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.body.haystack import Searchable
-from llmfix.repairs import flatten_tool_text, hoist_tool_media, restore_tool_media, untangle_tool_run
+from llmfix.repairs import (
+    flatten_tool_text,
+    hoist_tool_media,
+    omit_unsupported_media,
+    restore_text_media,
+    restore_tool_media,
+    untangle_tool_run,
+)
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 
 PIPELINE: tuple[Repair, ...] = (
     restore_tool_media.REPAIR,
+    restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
     hoist_tool_media.REPAIR,
+    omit_unsupported_media.REPAIR,
     flatten_tool_text.REPAIR,
 )
 NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
