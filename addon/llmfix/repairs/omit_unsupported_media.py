@@ -13,8 +13,10 @@ messages, tool results the other repairs left in place, Anthropic image/document
 ``input_image`` / ``input_file`` — becomes a short text part in its place naming what was omitted and why,
 with a ``dropped`` record in the change log. The decision is :func:`llmfix.repairs.media_triage.unsupported`,
 the same one hoist-tool-media uses. A model nobody knows keeps its images (dropping on a guess is data
-loss); audio parts are left alone. Runs after hoist-tool-media (which already gated the tool results it
-moved) and before flatten-tool-text (which turns a tool message's text parts into the string DeepSeek wants).
+loss). Audio parts follow the same rule as in hoist-tool-media: a model whose modalities lack ``audio``
+gets a placeholder (Droid moves tool audio into user messages). Runs after hoist-tool-media (which
+already gated the tool results it moved) and before flatten-tool-text (which turns a tool message's text
+parts into the string DeepSeek wants).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 
 NAME = "omit-unsupported-media"
-_GATED = {Dialect.CHAT: (ch.ImagePart, ch.FilePart), Dialect.RESPONSES: rs.MEDIA_PARTS,
+_GATED = {Dialect.CHAT: ch.MEDIA_PARTS, Dialect.RESPONSES: rs.MEDIA_PARTS,
           Dialect.MESSAGES: (an.ImageBlock,)}
 
 
@@ -100,8 +102,8 @@ def _item(i: int, item: Any, ctx: Context) -> tuple[Any, list[Change]]:
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.modalities is None or {"image", "pdf"} <= ctx.modalities:
-        return items, []  # unknown model (assume it takes what it gets), or one that takes images and files
+    if ctx.modalities is None:
+        return items, []  # unknown model: assume it takes what it gets
     out: list[Any] = []
     changes: list[Change] = []
     for i, item in enumerate(items):
@@ -117,7 +119,7 @@ REPAIR = Repair(
     apply=_apply,
     needles={
         # media parts as the client sent them, or as restore-text-media makes them from text
-        Dialect.CHAT: (b"image_url", b'"file"', *RESTORED),
+        Dialect.CHAT: (b"image_url", b'"file"', b"input_audio", *RESTORED),
         Dialect.RESPONSES: (b"input_image", b"input_file", *RESTORED),
         Dialect.MESSAGES: (b'"image"', b'"document"', *RESTORED),
     },

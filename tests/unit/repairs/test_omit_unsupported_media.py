@@ -94,9 +94,11 @@ def test_a_profiles_file_input_with_image_keeps_images_on_deepseek() -> None:
     assert run(Dialect.CHAT, "api.deepseek.com", body, table).status == "untouched"
 
 
-def test_audio_is_left_alone() -> None:
+def test_audio_is_omitted_for_a_model_without_audio_input() -> None:
     body = user_chat("deepseek-chat", {"type": "input_audio", "input_audio": {"data": PAYLOAD, "format": "wav"}})
-    assert run(Dialect.CHAT, "api.deepseek.com", body).status == "untouched"
+    got = json.loads(run(Dialect.CHAT, "api.deepseek.com", body).body)
+    assert not media_parts(got) and "[audio omitted: model deepseek-chat" in json.dumps(got)
+    assert rules.check("deepseek", "/v1/chat/completions", got) is None
 
 
 def test_responses_user_image_file_and_tool_output_array_are_all_omitted() -> None:
