@@ -40,6 +40,8 @@ _DATA_URL = re.compile(r"data:(image/[a-z0-9][a-z0-9.+-]{0,63});base64,([A-Za-z0
 _AI_SDK_OPTIONAL = frozenset({"providerOptions"})
 _AI_SDK_MEDIA = {"image-data": False, "media": True, "file-data": True, "file": True}  # type → may carry filename
 _DETAILS = frozenset({"auto", "low", "high", "original"})
+_IMAGE_KEYS = ('"mediaType"', '"image_url"', '"input_image"', '"media_type"')
+"""One of these is in every recognised array that holds an image."""
 
 
 def _base64(data: Any) -> bool:
@@ -118,6 +120,8 @@ def _with_detail(piece: Piece | None, detail: Any, present: bool) -> Piece | Non
 def part_array(text: Any) -> tuple[Piece, ...] | None:
     """The parts of a text that is exactly a JSON array of recognised parts with at least one image, else None."""
     if not isinstance(text, str) or not (text.startswith("[{") and text.endswith("}]")):
+        return None
+    if not any(marker in text for marker in _IMAGE_KEYS):  # a tool's JSON list output: not worth parsing
         return None
     try:
         parts = orjson.loads(text)
