@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.profiles import parse_table
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 from tests.upstreams import rules
@@ -174,3 +175,15 @@ def test_disabled_it_does_nothing() -> None:
     settings = engine.Settings(enabled=frozenset({"hoist-tool-media"}))
     raw = with_model(XAI, "grok-4.3")
     assert engine.process(engine.Request(Dialect.CHAT, "api.x.ai", 443, raw), settings).status == "untouched"
+
+
+def test_an_anthropic_upstream_without_tool_result_media_is_left_alone() -> None:
+    table = parse_table({"hosts": {"anthropic.compat.example": {"base": "anthropic",
+                                                                "anthropic_tool_result_media": False}}})
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": SERIALIZED}]}]}
+    raw = json.dumps(body).encode()
+    outcome = engine.process(engine.Request(Dialect.MESSAGES, "anthropic.compat.example", 443, raw),
+                             engine.Settings(table=table))
+    assert outcome.status == "untouched"
