@@ -12,6 +12,7 @@ from typing import Any
 from llmfix.catalogue import takes
 from llmfix.profiles import TEXT_ONLY
 from llmfix.repairs.base import Context
+from llmfix.wire import anthropic as an
 from llmfix.wire import chat as ch
 from llmfix.wire import responses as rs
 
@@ -26,23 +27,34 @@ def kind(part: Any) -> str:
     for cls, kind in _KINDS:
         if isinstance(part, cls):
             return kind
+    if isinstance(part, an.ImageBlock):  # an Anthropic document is a file unless it is plain text
+        text_source = part.type == "document" and part.source.get("type") in ("text", "content")
+        return "image" if part.type == "image" else "text" if text_source else "file"
     return str(getattr(part, "type", None) or "part")
+
+
+def unsupported(part: Any, ctx: Context) -> str | None:
+    """Why the model cannot take this media part (per the catalogue, a profiles-file ``input`` or a profile
+    with ``media_input = false``), or None when it may."""
+    k = kind(part)
+    from_flag = ctx.modalities is TEXT_ONLY and not ctx.profile.media_input  # not a profiles-file ``input``
+    note = f" (upstream profile {ctx.profile.name}: no media input)" if from_flag else ""
+    if k in ("image", "audio") and not takes(k, ctx.modalities):
+        return f"model {ctx.model} does not take {k} input{note}"
+    if k == "file" and ctx.modalities is not None and "pdf" not in ctx.modalities:
+        # the catalogue names file input "pdf"; a text-only model's upstream rejects file parts (DeepSeek:
+        # ``unknown variant `file```), so a known text-only model gets the placeholder, as for images
+        return f"model {ctx.model} does not take file input{note}"
+    return None
 
 
 def triage(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[Any], list[tuple[Any, str]]]:
     """Split media parts into those to forward and those the upstream/model cannot take (with why)."""
     forward: list[Any] = []
     dropped: list[tuple[Any, str]] = []
-    from_flag = ctx.modalities is TEXT_ONLY and not ctx.profile.media_input  # not a profiles-file ``input``
-    note = f" (upstream profile {ctx.profile.name}: no media input)" if from_flag else ""
     for p in parts:
-        k = kind(p)
-        if k in ("image", "audio") and not takes(k, ctx.modalities):
-            dropped.append((p, f"model {ctx.model} does not take {k} input{note}"))
-        elif k == "file" and ctx.modalities is not None and "pdf" not in ctx.modalities:
-            # the catalogue names file input "pdf"; a text-only model's upstream rejects file parts (DeepSeek:
-            # ``unknown variant `file```), so a known text-only model gets the placeholder, as for images
-            dropped.append((p, f"model {ctx.model} does not take file input{note}"))
+        if (why := unsupported(p, ctx)) is not None:
+            dropped.append((p, why))
         elif isinstance(p, rs.InputImage) and ctx.profile.responses_image_requires_url and not p.image_url:
             why = f"upstream profile {ctx.profile.name} needs image_url; a file_id-only image cannot be sent"
             dropped.append((p, why))

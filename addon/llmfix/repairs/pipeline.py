@@ -1,9 +1,10 @@
 """The repairs, in the order they run, and the pipeline that runs them.
 
 Order matters: system messages an upstream does not take are folded into user messages first, so every
-later repair sees only user and assistant turns; media a gateway dropped are restored next, so that the
-other repairs see the request as the client meant it; untangling a tool run comes before media are
-hoisted out of it, so the hoisted user message lands after the whole, untangled run (DESIGN §6); text
+later repair sees only user and assistant turns; media a gateway dropped, or a client turned into text,
+are restored next, so that the other repairs see the request as the client meant it; untangling a tool
+run comes before media are hoisted out of it, so the hoisted user message lands after the whole,
+untangled run (DESIGN §6); media a text-only model cannot take are then omitted everywhere else; text
 arrays are flattened last.
 """
 
@@ -16,6 +17,8 @@ from llmfix.repairs import (
     flatten_tool_text,
     fold_system_messages,
     hoist_tool_media,
+    omit_unsupported_media,
+    restore_text_media,
     restore_tool_media,
     untangle_tool_run,
 )
@@ -25,8 +28,10 @@ from llmfix.report.changes import Change
 PIPELINE: tuple[Repair, ...] = (
     fold_system_messages.REPAIR,
     restore_tool_media.REPAIR,
+    restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
     hoist_tool_media.REPAIR,
+    omit_unsupported_media.REPAIR,
     flatten_tool_text.REPAIR,
 )
 NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))

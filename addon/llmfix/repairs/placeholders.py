@@ -21,5 +21,10 @@ def omitted(kinds: list[str], reason: str) -> str:
     return f"[{count_words(kinds)} from this tool result omitted: {reason}]"
 
 
+def omitted_part(kind: str, reason: str) -> str:
+    """What stands where one image or file part was, outside a tool result's text (omit-unsupported-media)."""
+    return f"[{kind} omitted: {reason}]"
+
+
 def label(call_id: str | None) -> str:
     return f"Attached from tool result {call_id or '(no call id)'}:"

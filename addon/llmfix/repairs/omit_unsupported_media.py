@@ -1,0 +1,127 @@
+"""omit-unsupported-media: a model that takes no image (or file) input gets none, anywhere in the request.
+
+Bug B10 — opencode 1.18.33 with model ``deepseek-chat`` (declared with image input in the user's config)
+puts a tool's image in a synthetic user message ``Attached media from tool result:`` + ``image_url``
+(capture ``fixtures/opencode/chat__deepseek-chat__single_png__turn2.json``). DeepSeek's Chat API rejects
+any ``image_url`` part anywhere: 400 ``Failed to deserialize the JSON body into the target type:
+messages[4]: unknown variant `image_url`, expected `text``` (wire-formats.md §7), and since the image stays
+in the history, every later turn fails too. hoist-tool-media only gates media inside tool results.
+
+Repair: when the profile (``media_input = false``), the models.dev catalogue or a profiles-file ``input``
+says the model takes no image (or file) input, every image and file part anywhere — user and other
+messages, tool results the other repairs left in place, Anthropic image/document blocks, Responses
+``input_image`` / ``input_file`` — becomes a short text part in its place naming what was omitted and why,
+with a ``dropped`` record in the change log. The decision is :func:`llmfix.repairs.media_triage.unsupported`,
+the same one hoist-tool-media uses. A model nobody knows keeps its images (dropping on a guess is data
+loss). Audio parts follow the same rule as in hoist-tool-media: a model whose modalities lack ``audio``
+gets a placeholder (Droid moves tool audio into user messages). Runs after hoist-tool-media (which
+already gated the tool results it moved) and before flatten-tool-text (which turns a tool message's text
+parts into the string DeepSeek wants).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmfix.repairs import placeholders
+from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.media_triage import kind, unsupported
+from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
+from llmfix.report.changes import Change
+from llmfix.route import Dialect
+from llmfix.wire import anthropic as an
+from llmfix.wire import chat as ch
+from llmfix.wire import responses as rs
+from llmfix.wire.base import evolve
+
+NAME = "omit-unsupported-media"
+_GATED = {Dialect.CHAT: ch.MEDIA_PARTS, Dialect.RESPONSES: rs.MEDIA_PARTS,
+          Dialect.MESSAGES: (an.ImageBlock,)}
+
+
+def _text(dialect: Dialect, text: str) -> Any:
+    if dialect is Dialect.CHAT:
+        return ch.TextPart(type="text", text=text)
+    if dialect is Dialect.RESPONSES:
+        return rs.InputText(type="input_text", text=text)
+    return an.TextBlock(type="text", text=text)
+
+
+def _gate(parts: list[Any], ctx: Context) -> tuple[list[Any], list[str], list[str]] | None:
+    """``parts`` with each part the model cannot take replaced by a placeholder; None when none is."""
+    out: list[Any] = []
+    dropped: list[str] = []
+    kinds: list[str] = []
+    for p in parts:
+        why = unsupported(p, ctx) if isinstance(p, _GATED[ctx.dialect]) else None
+        if why is None:
+            out.append(p)
+            continue
+        out.append(_text(ctx.dialect, placeholders.omitted_part(kind(p), why)))
+        dropped.append(f"{p.media()}: {why}")
+        kinds.append(kind(p))
+    return (out, dropped, kinds) if dropped else None
+
+
+def _change(location: str, what: str, before: list[Any], done: tuple[list[Any], list[str], list[str]]) -> Change:
+    after, dropped, kinds = done
+    return Change(NAME, location, f"{what}: {placeholders.count_words(kinds)} → placeholder (model takes none)",
+                  before=[p.to_wire() for p in before], after=[p.to_wire() for p in after], dropped=tuple(dropped))
+
+
+def _item(i: int, item: Any, ctx: Context) -> tuple[Any, list[Change]]:
+    if isinstance(item, ch.Message | rs.Message) and isinstance(item.content, list):
+        done = _gate(item.content, ctx)
+        if done is None:
+            return item, []
+        where = f"messages[{i}].content" if ctx.dialect is Dialect.CHAT else f"input[{i}].content"
+        return evolve(item, content=done[0]), [_change(where, f"{item.role} message", item.content, done)]
+    if isinstance(item, rs.ToolOutput) and isinstance(item.output, list):
+        done = _gate(item.output, ctx)
+        if done is None:
+            return item, []
+        return evolve(item, output=done[0]), [_change(f"input[{i}].output", f"{item.type} {item.call_id}",
+                                                      item.output, done)]
+    if isinstance(item, an.Message) and isinstance(item.content, list):
+        blocks: list[Any] = []
+        changes: list[Change] = []
+        for k, block in enumerate(item.content):
+            if isinstance(block, an.ToolResult) and isinstance(block.content, list):
+                done = _gate(block.content, ctx)
+                if done is not None:
+                    changes.append(_change(f"messages[{i}].content[{k}].content",
+                                           f"tool_result {block.tool_use_id}", block.content, done))
+                    block = evolve(block, content=done[0])
+            blocks.append(block)
+        done = _gate(blocks, ctx)
+        if done is not None:
+            changes.append(_change(f"messages[{i}].content", f"{item.role} message", blocks, done))
+            blocks = done[0]
+        return (evolve(item, content=blocks), changes) if changes else (item, [])
+    return item, []
+
+
+def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    if ctx.modalities is None:
+        return items, []  # unknown model: assume it takes what it gets
+    out: list[Any] = []
+    changes: list[Change] = []
+    for i, item in enumerate(items):
+        new, more = _item(i, item, ctx)
+        out.append(new)
+        changes += more
+    return (out, changes) if changes else (items, [])
+
+
+REPAIR = Repair(
+    name=NAME,
+    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
+    apply=_apply,
+    needles={
+        # media parts as the client sent them, or as restore-text-media makes them from text
+        Dialect.CHAT: (b"image_url", b'"file"', b"input_audio", *RESTORED),
+        Dialect.RESPONSES: (b"input_image", b"input_file", *RESTORED),
+        Dialect.MESSAGES: (b'"image"', b'"document"', *RESTORED),
+    },
+    doc=__doc__ or "",
+)

@@ -1,0 +1,135 @@
+"""restore-text-media: a tool result whose whole text is serialized media gets its images back as image parts.
+
+Bug B9 — opencode 1.18.33 with ``@ai-sdk/xai`` (a custom provider, or the built-in ``xai`` provider with
+its base URL overridden) sends a ``read`` tool's image as TEXT: the ``role:"tool"`` message's ``content``
+is a JSON string of AI-SDK parts, ``[{"type":"text","text":"Image read successfully"},{"type":"image-data",
+"data":"iVBOR…","mediaType":"image/png"}]`` (capture ``fixtures/opencode/xai-builtin__grok-4__two_png__
+turn2.json``). xAI answers 200: the model never sees the image, describes one anyway, and pays tokens for
+the base64 — the same silent loss as B1.
+
+Repair: a tool result (Chat ``tool`` message, Responses ``*_call_output``, Anthropic ``tool_result``) whose
+whole text — its string content, or one of its text parts — is exactly one of the shapes
+:mod:`llmfix.repairs.text_media` recognises becomes those parts in the dialect's native form, in order:
+its text parts stay text, its images become ``image_url`` / ``input_image`` (``detail`` ``"auto"``) /
+base64 image blocks with the very base64 the client had put in the text. Nothing else is touched: text
+that merely contains base64 stays text. Runs before hoist-tool-media, which then moves the images out of
+tool results where the upstream takes none there, into ONE user message after the run (or, for a model
+that takes no images, leaves a placeholder and a ``dropped`` record). An Anthropic upstream whose profile
+takes no media in ``tool_result`` is left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmfix.body.media import ref_for_url
+from llmfix.profiles import Profile
+from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.placeholders import count_words
+from llmfix.repairs.text_media import recognise
+from llmfix.report.changes import Change
+from llmfix.route import Dialect
+from llmfix.wire import anthropic as an
+from llmfix.wire import chat as ch
+from llmfix.wire import responses as rs
+from llmfix.wire.base import evolve
+from llmfix.wire.toolresults import Piece, native
+
+NAME = "restore-text-media"
+_TEXT_PARTS = {Dialect.CHAT: (ch.TextPart,), Dialect.RESPONSES: rs.TEXT_PARTS, Dialect.MESSAGES: (an.TextBlock,)}
+
+
+def _summary(pieces: tuple[Piece, ...]) -> list[Any]:
+    """A log-safe picture of what the text held: its texts, and each image as its reference."""
+    return [p.text if p.kind == "text" else str(ref_for_url(p.url or "")) for p in pieces]
+
+
+def _expand(content: Any, dialect: Dialect) -> tuple[list[Any], list[tuple[Piece, ...]]] | None:
+    """``content`` (a string or a part list) with every recognised whole text replaced by native parts."""
+    if isinstance(content, str):
+        pieces = recognise(content)
+        if pieces is None:
+            return None
+        return [native(p, dialect) for p in pieces], [pieces]
+    if not isinstance(content, list):
+        return None
+    out: list[Any] = []
+    found: list[tuple[Piece, ...]] = []
+    for part in content:
+        pieces = recognise(part.text) if isinstance(part, _TEXT_PARTS[dialect]) else None
+        if pieces is None:
+            out.append(part)
+        else:
+            out.extend(native(p, dialect) for p in pieces)
+            found.append(pieces)
+    return (out, found) if found else None
+
+
+def _change(location: str, what: str, found: list[tuple[Piece, ...]]) -> Change:
+    pieces = [p for ps in found for p in ps]
+    images = count_words(p.kind for p in pieces if p.kind == "image")
+    texts = sum(p.kind == "text" for p in pieces)
+    summary = f"{what}: {images} serialized as text → image part(s)"
+    if texts:
+        summary += f", {texts} text part(s) kept"
+    return Change(NAME, location, summary, before=[_summary(ps) for ps in found],
+                  after=[p.text if p.kind == "text" else str(ref_for_url(p.url or "")) for p in pieces])
+
+
+def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    out: list[Any] = []
+    changes: list[Change] = []
+    for i, item in enumerate(items):
+        new, change = _item(i, item, ctx)
+        out.append(new)
+        if change is not None:
+            changes.append(change)
+    return (out, changes) if changes else (items, [])
+
+
+def _item(i: int, item: Any, ctx: Context) -> tuple[Any, Change | None]:
+    if ctx.dialect is Dialect.CHAT and isinstance(item, ch.Message) and item.role == "tool":
+        done = _expand(item.content, Dialect.CHAT)
+        if done is None:
+            return item, None
+        return evolve(item, content=done[0]), _change(f"messages[{i}].content", f"tool message {item.tool_call_id}",
+                                                      done[1])
+    if ctx.dialect is Dialect.RESPONSES and isinstance(item, rs.ToolOutput):
+        done = _expand(item.output, Dialect.RESPONSES)
+        if done is None:
+            return item, None
+        return evolve(item, output=done[0]), _change(f"input[{i}].output", f"{item.type} {item.call_id}", done[1])
+    if ctx.dialect is Dialect.MESSAGES and isinstance(item, an.Message) and isinstance(item.content, list):
+        blocks: list[Any] = []
+        found: list[tuple[Piece, ...]] = []
+        where: list[str] = []
+        for block in item.content:
+            done = _expand(block.content, Dialect.MESSAGES) if isinstance(block, an.ToolResult) else None
+            if done is None:
+                blocks.append(block)
+                continue
+            blocks.append(evolve(block, content=done[0]))
+            found += done[1]
+            where.append(block.tool_use_id)
+        if not found:
+            return item, None
+        return evolve(item, content=blocks), _change(f"messages[{i}].content", "tool_result " + ", ".join(where),
+                                                     found)
+    return item, None
+
+
+def _wanted(profile: Profile, dialect: Dialect) -> bool:
+    return dialect is not Dialect.MESSAGES or profile.anthropic_tool_result_media
+
+
+NEEDLES = (b"mediaType", b"image_url", b"input_image", b"media_type", b"data:image/")
+"""Bytes one of which every recognised shape carries (also inside an escaped JSON string)."""
+
+REPAIR = Repair(
+    name=NAME,
+    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
+    apply=_apply,
+    wanted=_wanted,
+    needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
+    doc=__doc__ or "",
+)
