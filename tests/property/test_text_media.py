@@ -49,8 +49,12 @@ def payload_digests(value: Any) -> list[str]:
     return [digest(promises.payload(p)) for p in promises.media(value)]
 
 
-@pytest.mark.parametrize("target", list(TARGETS))
-@pytest.mark.parametrize("dialect", list(CONVERSATIONS))
+# DeepSeek's `media_input = false` is its Chat API's: its Anthropic endpoint takes images (profile
+# deepseek-anthropic, issue 12), so the flag target has no Messages case.
+CASES = [(d, t) for t in TARGETS for d in CONVERSATIONS if not (t == "deepseek-flag" and d == "messages")]
+
+
+@pytest.mark.parametrize(("dialect", "target"), CASES)
 @BUDGET
 @given(data=st.data())
 def test_text_only_models_never_receive_a_media_part(dialect: str, target: str, data: st.DataObject) -> None:
