@@ -105,6 +105,8 @@ class RedisLink:
             raise MemoryStoreError(f"cannot use {self.name}: {type(e).__name__}") from None
         self._state_lock = threading.Lock()
         self._up: bool | None = None  # None: not known yet (nothing said so far)
+        self.generation = 0
+        """How often Redis came back: what it held before may be gone (a restart), so write it again."""
         self._jobs: queue.Queue[Callable[[redis.Redis], object] | None] = queue.Queue(QUEUE_MAX)
         self._periodic: list[Callable[[], None]] = []
         self._full_warned = False
@@ -181,6 +183,7 @@ class RedisLink:
         with self._state_lock:
             was, self._up = self._up, True
         if was is False:
+            self.generation += 1
             logger.warning("llmfix memory %s: Redis is back; sharing memory again", self.name)
         elif was is None:
             logger.info("llmfix memory: shared through %s", self.name)

@@ -59,6 +59,12 @@ class RedisCallStore:
         self.link = link
         self.max_age_s = max(int(max_age_s), 1)
 
+    @property
+    def generation(self) -> int:
+        """Changes when Redis came back after an outage (:class:`~llmfix.memory.recall.Recall` then forgets
+        which calls it wrote lately, so a restarted, empty Redis learns them again)."""
+        return self.link.generation
+
     def remember(self, calls: Iterable[ToolCall]) -> int:
         rows: list[tuple[bytes, bytes]] = []
         total = skipped = 0
