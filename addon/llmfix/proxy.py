@@ -83,7 +83,7 @@ class LLMFix:
         self.quirks = memory.quirks
         self.offload = memory.shared  # a network memory is never waited for on the event loop
         if memory.media is not None or not isinstance(self.window, MediaWindow):
-            self.window = memory.media or MediaWindow(0.0)
+            self.window = memory.media if memory.media is not None else MediaWindow(0.0)
         self._memory_spec = spec
 
     def _open_log(self, path: str | None) -> None:

@@ -233,7 +233,7 @@ def test_one_request_writes_at_most_the_media_cap(links, caplog) -> None:
     for n in range(4):
         body["input"].append({"type": "function_call_output", "call_id": f"call_big_{n}", "output": [big]})
     send(body, "client-flow", a)
-    held = [n for n in range(4) if a.knows(f"call_big_{n}")]
+    held = [n for n in range(4) if a.held(f"call_big_{n}")]
     assert held == [0, 1]
     assert warnings(caplog, "not shared")
 
