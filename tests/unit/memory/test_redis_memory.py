@@ -319,3 +319,24 @@ def test_a_hung_redis_is_bounded_by_the_timeout(server: RedisServer, caplog) -> 
     finally:
         server.resume()
         link.close()
+
+
+def test_a_foreign_media_value_is_ignored(links, server: RedisServer) -> None:
+    with server.client() as c:
+        c.hset(b"llmfix:media:" + CALL.encode(), mapping={b"flow": b"other", b"token": b"t", b"data": b"{not json"})
+        c.sadd(b"llmfix:media-ids", CALL.encode())
+    b = RedisMediaStore(links())
+    assert b.correlated(CALL, "gateway-flow") is None
+    assert send(degraded(""), "gateway-flow", b).status == "untouched"
+
+
+def test_the_index_forgets_expired_observations(links, server: RedisServer) -> None:
+    a = RedisMediaStore(links(), window_s=0.05)
+    send(CODEX, "client-flow", a)
+    a.finish("client-flow")
+    a.link.flush()
+    with server.client() as c:
+        assert until(lambda: not c.exists(b"llmfix:media:" + CALL.encode()), 5.0)
+        assert c.sismember(b"llmfix:media-ids", CALL.encode())  # the index still names it
+        assert a.sweep() == 1
+        assert not c.sismember(b"llmfix:media-ids", CALL.encode())
