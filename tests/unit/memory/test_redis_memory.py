@@ -340,3 +340,23 @@ def test_the_index_forgets_expired_observations(links, server: RedisServer) -> N
         assert c.sismember(b"llmfix:media-ids", CALL.encode())  # the index still names it
         assert a.sweep() == 1
         assert not c.sismember(b"llmfix:media-ids", CALL.encode())
+
+
+def test_after_an_outage_an_instance_shares_again_what_it_wrote_a_moment_ago(server: RedisServer) -> None:
+    from llmfix.memory.recall import Recall
+
+    link = RedisLink(server.url, timeout_s=1.0, probe_s=0.2)
+    recall = Recall(RedisCallStore(link, max_age_s=DAY))
+    try:
+        assert recall.remember([call("call_mock_b")]) == 1
+        link.flush()
+        assert recall.remember([call("call_mock_b")]) == 0  # written a moment ago: not again
+        server.kill()
+        assert recall.lookup(["call_mock_b"]) == {}
+        server.start()  # back, empty
+        assert until(lambda: link.up, 10.0)
+        assert recall.remember([call("call_mock_b")]) == 1  # the outage may have lost it: written again
+        link.flush()
+        assert recall.lookup(["call_mock_b"]) == {"call_mock_b": call("call_mock_b")}
+    finally:
+        link.close()
