@@ -127,7 +127,8 @@ class RedisMediaStore:
     def knows(self, call_id: str | None) -> bool:
         """Whether an observation of ``call_id`` *may* be held: asking Redis once per tool result of a long
         history cost 60 round trips on a 200 KB Codex request, so every result is a candidate here and
-        :meth:`worth_keeping` asks Redis about all of them in one pipelined round trip."""
+        :meth:`worth_keeping` decides for all of them at once (from the index this request read already,
+        or with one ``SMISMEMBER``)."""
         return bool(call_id) and len(call_id) <= MAX_CALL_ID_CHARS
 
     def held(self, call_id: str) -> bool:
