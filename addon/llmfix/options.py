@@ -15,6 +15,9 @@ from typing import Any
 from mitmproxy.utils import human
 
 from llmfix.engine import Settings
+from llmfix.memory.backend import check_location
+from llmfix.memory.redis_link import MAX_TIMEOUT_S
+from llmfix.memory.store import MemoryStoreError
 from llmfix.profiles import load_table
 from llmfix.repairs import pipeline
 
@@ -34,9 +37,14 @@ OPTIONS: tuple[tuple[str, Any, Any, str], ...] = (
      "Bodies larger than this (after decoding) pass unchanged with a warning. Size with k/m/g suffix."),
     ("llmfix_memory", str | None, None,
      "SQLite file where llmfix remembers the tool calls it has seen (default: llmfix-memory.sqlite3 in "
-     "mitmproxy's confdir). ':memory:' keeps them in memory only (lost on restart)."),
+     "mitmproxy's confdir). ':memory:' keeps them in memory only (lost on restart). A redis:// or rediss:// "
+     "URL (redis://HOST:PORT/DB) shares tool calls, in-flight media and learned quirks with every llmfix "
+     "instance naming the same Redis (see README, 'A fleet sharing one memory')."),
     ("llmfix_memory_max_age", str, "7d", "Forget remembered tool calls older than this (e.g. 30m, 12h, 7d)."),
     ("llmfix_memory_max_entries", int, 100_000, "Keep at most this many remembered tool calls."),
+    ("llmfix_memory_timeout", str, "2s",
+     "With a Redis memory: how long one Redis command may take (at most 10s) before llmfix goes on without "
+     "shared memory, warns once, and reconnects by itself."),
     ("llmfix_restore_window", str, "0s",
      "restore-tool-media puts back media only from a request that is still in flight or ended at most this "
      "long ago (e.g. 2s). The default 0s means in flight only: a gateway's upstream request always happens "
@@ -73,6 +81,18 @@ def with_state(settings: Settings, memory: Any, window: Any) -> Settings:
     return dataclasses.replace(settings, memory=memory, window=window)
 
 
+def _check_memory(opts: Any) -> None:
+    timeout = parse_duration(opts.llmfix_memory_timeout, "llmfix_memory_timeout")
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise ValueError(f"llmfix_memory_timeout must be more than 0 and at most {MAX_TIMEOUT_S:g}s, "
+                         f"not {opts.llmfix_memory_timeout!r}")
+    if opts.llmfix_memory:
+        try:
+            check_location(opts.llmfix_memory)
+        except MemoryStoreError as e:
+            raise ValueError(f"llmfix_memory: {e}") from None
+
+
 def parse_settings(opts: Any, memory: Any = None) -> Settings:
     mode = opts.llmfix_mode
     if mode not in MODES:
@@ -91,6 +111,7 @@ def parse_settings(opts: Any, memory: Any = None) -> Settings:
         raise ValueError(f"llmfix_max_body must be a positive size like 64m, not {opts.llmfix_max_body!r}")
     parse_duration(opts.llmfix_memory_max_age, "llmfix_memory_max_age")
     parse_duration(opts.llmfix_restore_window, "llmfix_restore_window")
+    _check_memory(opts)
     if opts.llmfix_memory_max_entries <= 0:
         raise ValueError(f"llmfix_memory_max_entries must be positive, not {opts.llmfix_memory_max_entries}")
     table = load_table(opts.llmfix_profiles)

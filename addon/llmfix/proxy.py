@@ -15,11 +15,10 @@ from mitmproxy import ctx, exceptions, http
 
 from llmfix import engine, options, route
 from llmfix.engine import Outcome, Settings
-from llmfix.memory import learn
+from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
-from llmfix.memory.sqlite import SqliteStore
-from llmfix.memory.store import MemoryStoreError, ToolCall
+from llmfix.memory.store import MemoryStoreError, QuirkStore, ToolCall
 from llmfix.report import changelog, views
 
 logger = logging.getLogger("llmfix")
@@ -45,7 +44,9 @@ class LLMFix:
         self.log: changelog.JsonlLog | None = None
         self.recall: Recall | None = None
         self.window = MediaWindow(0.0)
-        self._memory_spec: tuple[str, float, int] | None = None
+        self.quirks: QuirkStore | None = None  # learned quirks, when the memory backend shares them
+        self.offload = False  # run every request's engine in a worker thread (a Redis memory)
+        self._memory_spec: tuple[str, float, int, float] | None = None
 
     # -- options -------------------------------------------------------------------------------
     def load(self, loader: Any) -> None:
@@ -69,16 +70,20 @@ class LLMFix:
     def _open_memory(self) -> None:
         o = ctx.options
         spec = (options.memory_path(o), options.parse_duration(o.llmfix_memory_max_age, "llmfix_memory_max_age"),
-                o.llmfix_memory_max_entries)
+                o.llmfix_memory_max_entries, options.parse_duration(o.llmfix_memory_timeout, "llmfix_memory_timeout"))
         if spec == self._memory_spec:
             return
-        try:
-            memory = SqliteStore(spec[0], max_age_s=int(spec[1]), max_entries=spec[2])
+        try:  # an SQLite file, or a Redis shared by a fleet (memory/backend.py)
+            memory = backend.open_memory(spec[0], max_age_s=int(spec[1]), max_entries=spec[2], timeout_s=spec[3])
         except MemoryStoreError as e:
             raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
         if self.recall:
             self.recall.close()
-        self.recall = Recall(memory)
+        self.recall = Recall(memory.calls)
+        self.quirks = memory.quirks
+        self.offload = memory.shared  # a network memory is never waited for on the event loop
+        if memory.media is not None or not isinstance(self.window, MediaWindow):
+            self.window = memory.media if memory.media is not None else MediaWindow(0.0)
         self._memory_spec = spec
 
     def _open_log(self, path: str | None) -> None:
@@ -118,7 +123,7 @@ class LLMFix:
             return
         req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
         try:
-            if len(raw) >= OFFLOAD_BYTES:
+            if len(raw) >= OFFLOAD_BYTES or self.offload:
                 outcome = await asyncio.to_thread(engine.process, req, settings)
             else:
                 outcome = engine.process(req, settings)

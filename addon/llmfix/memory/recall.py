@@ -2,7 +2,8 @@
 
 Every turn of a conversation re-sends its whole history, so the same declared calls pass again and
 again; a call written in the last ``REFRESH_S`` seconds is not written again (the store's age bound is
-days, not minutes). Safe to use from the event loop and worker threads at once.
+days, not minutes) — unless the store's ``generation`` changed since (a shared Redis that came back
+after an outage may have lost them). Safe to use from the event loop and worker threads at once.
 """
 
 from __future__ import annotations
@@ -23,10 +24,15 @@ class Recall:
         self._clock = clock
         self._recent: dict[str, float] = {}
         self._lock = threading.Lock()
+        self._generation = getattr(memory, "generation", 0)  # a shared store that may have lost what it held
 
     def remember(self, calls: Iterable[ToolCall]) -> int:
         now = self._clock()
         with self._lock:
+            generation = getattr(self.memory, "generation", 0)
+            if generation != self._generation:
+                self._generation = generation
+                self._recent.clear()
             fresh = [c for c in calls if now - self._recent.get(c.call_id, -REFRESH_S * 2) > REFRESH_S]
             if len(self._recent) > MAX_RECENT:
                 self._recent.clear()
