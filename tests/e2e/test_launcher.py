@@ -54,8 +54,8 @@ def options(upstream: MockUpstream, confdir: Path, log: Path) -> list[str]:
             *redirect(upstream)]
 
 
-def client(report: Path, status: int = 0, *extra: str) -> list[str]:
-    return [sys.executable, str(CLIENT), str(report), str(capture_path(CAPTURE)), URL, str(status), *extra]
+def client(report: Path, status: int = 0, *extra: str, url: str = URL) -> list[str]:
+    return [sys.executable, str(CLIENT), str(report), str(capture_path(CAPTURE)), url, str(status), *extra]
 
 
 def run_launcher(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -200,6 +200,23 @@ def test_changes_go_to_the_confdirs_log_by_default(upstream: MockUpstream, tmp_p
     log = confdir / "llmfix-changes.jsonl"
     assert {json.loads(line)["repair"] for line in log.read_text().splitlines()} == {"hoist-tool-media"}
     assert f"change log: {log}" in done.stderr
+
+
+def test_reverse_mode_serves_a_client_that_ignores_proxy_variables(
+        upstream: MockUpstream, confdir: Path, tmp_path: Path) -> None:
+    report, log = tmp_path / "report.json", tmp_path / "changes.jsonl"
+    with socket.socket() as s:  # a free port for the reverse mode (the forward proxy still gets port 0)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    done = run_launcher(["--mode", f"reverse:https://api.x.ai@127.0.0.1:{port}", *options(upstream, confdir, log),
+                         "--", *client(report, 0, "--no-proxy", url=f"{base}/v1/responses")], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    seen = read_report(report)
+    assert seen is not None and seen["status"] == 200, done.stderr
+    assert seen["env"]["HTTPS_PROXY"] not in (None, base)  # a forward proxy too, for everything else
+    assert "1 repaired (hoist-tool-media ×1)" in done.stderr
+    assert not is_open(port)
 
 
 def test_sigint_to_the_launcher_stops_the_client_and_llmfix(
