@@ -42,6 +42,7 @@ LOG_NAME = "llmfix-changes.jsonl"
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
+PR_SET_PDEATHSIG = 1
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 CA_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CODEX_CA_CERTIFICATE", "REQUESTS_CA_BUNDLE")
 NODE_PROXY_VARS = {"NODE_USE_ENV_PROXY": "1"}
@@ -208,6 +209,16 @@ def wait_ready(proc: subprocess.Popen[bytes], run_dir: Path, output: Path | None
                       + (f"; its output:\n{_tail(output)}" if output else ""))
 
 
+def _die_with_launcher() -> None:
+    """In the child before exec (Linux): SIGTERM when the launcher dies without stopping it (kill -9)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT (mitmdump shuts down cleanly and writes its summary), a bounded wait, then SIGKILL."""
     if proc.poll() is None:
@@ -279,7 +290,8 @@ def run_client(options: list[str], client: list[str]) -> int:
     output = run_dir / "mitmdump.log"
     with open(output, "wb") as out:
         proxy = subprocess.Popen([*MITMDUMP, *client_options(options, run_dir)], stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                 preexec_fn=_die_with_launcher if sys.platform == "linux" else None)
     child: subprocess.Popen[bytes] | None = None
     client_done = threading.Event()
     try:

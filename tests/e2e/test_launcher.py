@@ -243,6 +243,30 @@ def test_sigint_to_the_launcher_stops_the_client_and_llmfix(
     assert "1 repaired (hoist-tool-media ×1)" in err.join()
 
 
+def test_llmfix_goes_away_even_if_the_launcher_is_killed(
+        upstream: MockUpstream, confdir: Path, tmp_path: Path) -> None:
+    """SIGKILL leaves the launcher no chance to stop llmfix: the kernel tells llmfix instead (Linux)."""
+    report, log = tmp_path / "report.json", tmp_path / "changes.jsonl"
+    proc = subprocess.Popen([str(LLMFIX), *options(upstream, confdir, log), "--", *client(report, 0, "--wait")],
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    seen: dict[str, Any] | None = None
+    try:
+        seen = wait_for(lambda: read_report(report), "the client's report", proc)
+        assert processes_mentioning(str(log))
+        proc.kill()
+        proc.wait(10)
+        wait_for(lambda: not processes_mentioning(str(log)), "llmfix's exit after the launcher was killed")
+        assert not is_open(port_of(seen["env"]["HTTPS_PROXY"]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        if seen is not None:  # the client, left behind by the SIGKILL as any child would be
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(seen["pid"], signal.SIGKILL)
+
+
 def test_a_bad_option_stops_before_the_client_runs(confdir: Path, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     done = run_launcher(["--set", f"confdir={confdir}", "--set", "llmfix_mode=bogus", "--set",
