@@ -47,8 +47,8 @@ PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 CA_VARS = ("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "CODEX_CA_CERTIFICATE", "REQUESTS_CA_BUNDLE")
 NODE_PROXY_VARS = {"NODE_USE_ENV_PROXY": "1"}
 """Node ≥ 24 (and 22.21+): its built-in ``fetch``/``http`` honour HTTP(S)_PROXY only with this. Node 20 ignores it."""
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
-FROM_TERMINAL = (signal.SIGINT, signal.SIGQUIT)
+FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n))
+FROM_TERMINAL = tuple(getattr(signal, n) for n in ("SIGINT", "SIGQUIT") if hasattr(signal, n))
 """Signals a terminal sends to its whole foreground process group: the client got them already."""
 USAGE = """\
 usage: llmfix [MITMDUMP OPTIONS] -- CLIENT [ARGS...]   run CLIENT through llmfix, then stop llmfix
@@ -248,7 +248,6 @@ class Forwarder:
     """
 
     child: Callable[[], subprocess.Popen[bytes] | None]
-    same_group: bool = True
 
     def __enter__(self) -> Forwarder:
         self._old = {s: signal.signal(s, self._handle) for s in FORWARDED}
@@ -264,7 +263,7 @@ class Forwarder:
             raise KeyboardInterrupt  # still starting llmfix: give up (the caller stops what it started)
         if child is None or child.poll() is not None:
             return
-        if signum in FROM_TERMINAL and self.same_group and _in_foreground_of_terminal():
+        if signum in FROM_TERMINAL and _in_foreground_of_terminal():
             return
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(signum)
@@ -322,7 +321,10 @@ def run_client(options: list[str], client: list[str]) -> int:
         client_done.set()
         stop(proxy)
         summary = _read_json(run_dir / "summary.json")
-        print(summary_line(summary, output), file=sys.stderr, flush=True)
+        if child is None and summary is None:
+            print(f"llmfix: stopped before the client ran; llmfix output: {output}", file=sys.stderr, flush=True)
+        else:
+            print(summary_line(summary, output), file=sys.stderr, flush=True)
         for name in ("ready.json", "summary.json"):
             (run_dir / name).unlink(missing_ok=True)
 
