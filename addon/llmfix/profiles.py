@@ -51,6 +51,8 @@ class Profile(BaseModel):
 
 
 TEXT_ONLY = frozenset({"text"})
+Learned = tuple[tuple[str, bool], ...]
+"""Flags learned for one upstream from its rejections, sorted by name (see ``ProfileTable.resolve``)."""
 FLAGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
 
 BUILTIN: dict[str, Profile] = {
@@ -101,22 +103,27 @@ class ProfileTable:
     hosts: tuple[_Override, ...] = ()
     models: tuple[_Override, ...] = ()
     source: str | None = None
-    _cache: dict[tuple[str, int | None, str | None], Resolved] = field(default_factory=dict, compare=False)
+    _cache: dict[tuple[str, int | None, str | None, Learned], Resolved] = field(default_factory=dict, compare=False)
 
-    def resolve(self, host: str, port: int | None, model: str | None) -> Resolved:
-        key = (host, port, model)
+    def resolve(self, host: str, port: int | None, model: str | None, learned: Learned = ()) -> Resolved:
+        """The profile for a request to ``host:port`` with ``model``. ``learned``: flags learned from this
+        upstream's rejections (issue 14), applied over the built-in profile and under the profiles file,
+        so a file setting for the host (a flag, or a ``base`` that pins the whole profile) always wins."""
+        key = (host, port, model, learned)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._resolve(host.lower(), port, model)
+            hit = self._resolve(host.lower(), port, model, learned)
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[key] = hit
         return hit
 
-    def _resolve(self, host: str, port: int | None, model: str | None) -> Resolved:
+    def _resolve(self, host: str, port: int | None, model: str | None, learned: Learned = ()) -> Resolved:
         names = (f"{host}:{port}", host) if port is not None else (host,)
         base = next((p for pat, p in BUILTIN_HOSTS if any(fnmatch.fnmatchcase(n, pat) for n in names)), "spec")
         profile = BUILTIN[base]
+        if learned:
+            profile = profile.model_copy(update={**dict(learned), "name": f"{profile.name}+learned"})
         modality_override: frozenset[str] | None = None
         for o in self.hosts:
             if any(fnmatch.fnmatchcase(n, o.pattern) for n in names):

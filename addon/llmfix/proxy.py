@@ -8,6 +8,7 @@ can never leave a half-repaired request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -19,8 +20,10 @@ from llmfix.memory import learn
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.sqlite_quirks import SqliteQuirkStore
 from llmfix.memory.store import MemoryStoreError, ToolCall
 from llmfix.report import changelog, views
+from llmfix.retry.learned import LearnedQuirks
 
 logger = logging.getLogger("llmfix")
 
@@ -30,6 +33,8 @@ OFFLOAD_BYTES = 256 * 1024
 MARKS = {"repair": ":wrench:", "report": ":mag:"}
 ROUTE = "llmfix_dialect"
 """flow.metadata key: the dialect of a routed LLM request, read again by the response hooks."""
+RETRY_OF = "llmfix_retry_of"
+"""flow.metadata key of llmfix's own resend (llmfix.retry.addon): the request hooks leave it alone."""
 UPSTREAM = "llmfix_upstream"
 """flow.metadata key: (scheme, host, port) the request was routed with, before any later addon re-points it."""
 
@@ -44,6 +49,7 @@ class LLMFix:
         self.settings = Settings()
         self.log: changelog.JsonlLog | None = None
         self.recall: Recall | None = None
+        self.quirks: LearnedQuirks | None = None  # flags learned from upstream rejections (llmfix.retry)
         self.window = MediaWindow(0.0)
         self._memory_spec: tuple[str, float, int] | None = None
 
@@ -64,7 +70,7 @@ class LLMFix:
             self._open_log(ctx.options.llmfix_log)
         self._open_memory()
         self.window.window_s = options.parse_duration(ctx.options.llmfix_restore_window, "llmfix_restore_window")
-        self.settings = options.with_state(settings, self.recall, self.window)
+        self.settings = dataclasses.replace(options.with_state(settings, self.recall, self.window), quirks=self.quirks)
 
     def _open_memory(self) -> None:
         o = ctx.options
@@ -76,9 +82,17 @@ class LLMFix:
             memory = SqliteStore(spec[0], max_age_s=int(spec[1]), max_entries=spec[2])
         except MemoryStoreError as e:
             raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
+        try:
+            quirks = LearnedQuirks(SqliteQuirkStore(spec[0], max_age_s=spec[1]), spec[1])
+        except MemoryStoreError as e:
+            memory.close()
+            raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
         if self.recall:
             self.recall.close()
+        if self.quirks:
+            self.quirks.close()
         self.recall = Recall(memory)
+        self.quirks = quirks
         self._memory_spec = spec
 
     def _open_log(self, path: str | None) -> None:
@@ -99,11 +113,14 @@ class LLMFix:
             self.recall.close()
             self.recall = None
             self._memory_spec = None
+        if self.quirks:
+            self.quirks.close()
+            self.quirks = None
 
     # -- hooks ---------------------------------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> None:
         settings = self.settings
-        if settings.mode == "off" or (flow.live and (flow.response or flow.error)):
+        if settings.mode == "off" or (flow.live and (flow.response or flow.error)) or RETRY_OF in flow.metadata:
             return
         r = flow.request
         dialect = route.dialect_for(r.method, r.path, r.headers.get("content-type"))
@@ -131,8 +148,8 @@ class LLMFix:
         """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""
         dialect = flow.metadata.get(ROUTE)
         resp = flow.response
-        if dialect is None or resp is None or flow.response.stream:
-            return
+        if dialect is None or resp is None or flow.response.stream or RETRY_OF in flow.metadata:
+            return  # llmfix's resend is read whole: its answer replaces a rejection in the response hook
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
         learner = learn.StreamLearner(dialect, self._remember, content_encoding=resp.headers.get("content-encoding"),
