@@ -84,7 +84,7 @@ RULES: tuple[Rule, ...] = (
     _rule("xai-model-input", "responses", (422, 400),
           r"did not match any variant of untagged enum ModelInput", NO_ARRAY_OUTPUT, IMAGE_NEEDS_URL),
     _rule("responses-no-tool-output", "responses", (400,),
-          r"No tool output found for (?:function |custom tool )?call"),
+          r"No tool output found for (?:function |custom tool |tool )?call"),
     _rule("responses-output-without-call", "responses", (400,),
           r"No tool call found for (?:function |custom tool )?call output"),
     # -- Chat Completions ---------------------------------------------------------------------------------
