@@ -135,24 +135,26 @@ class Retry:
             sent = engine.decode(flow.request.raw_content or b"", encoding, settings.max_body)
         except BadBody as e:
             return self._log(flow, dialect, event, f"not resent: the body sent cannot be decoded ({e})")
+        # What to learn is judged against what is learned now (another request may have taught it since this
+        # one was sent); whether to resend, against what was sent.
         base = settings.quirks.flags(host, port, dialect)
+        known = [f for f in found.flags if f in base]
+        base_body = await self._body(req, settings, base)
         useful: list[tuple[str, bool]] = []
         for flag in found.flags:
-            outcome = await self._process(req, dataclasses.replace(settings, quirks=_Fixed(_merge(base, (flag,)))))
-            if outcome.status == "repaired" and outcome.body != sent:
+            if flag not in base and await self._body(req, settings, _merge(base, (flag,))) != base_body:
                 useful.append(flag)
-        event["learned"] = [{"flag": f, "value": v} for f, v in useful]
-        if not useful:
+        event["learned"] = [{"flag": f, "value": v} for f, v in known + useful]
+        outcome = await self._process(req, dataclasses.replace(settings, quirks=_Fixed(_merge(base, tuple(useful)))))
+        if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
             why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
             return self._log(flow, dialect, event, f"not resent: {why}")
         if settings.mode != "repair":
             return self._log(flow, dialect, event, "report mode: would learn and resend once")
-        outcome = await self._process(req, dataclasses.replace(settings, quirks=_Fixed(_merge(base, tuple(useful)))))
-        if outcome.status != "repaired" or outcome.wire is None:  # cannot happen: each flag changed the body
-            return self._log(flow, dialect, event, f"not resent: {outcome.reason or 'nothing repaired'}")
         reason = f"{status} {found.rule.name}: {excerpt}"
         now = time.time()
-        new = [settings.quirks.learn(Quirk(host, port or 0, str(dialect), f, v, reason, now)) for f, v in useful]
+        new = [False] * len(known)
+        new += [settings.quirks.learn(Quirk(host, port or 0, str(dialect), f, v, reason, now)) for f, v in useful]
         for record, is_new in zip(event["learned"], new, strict=True):
             record["new"] = is_new
         answer = await self._resend(flow, outcome.wire, dialect)
@@ -172,7 +174,7 @@ class Retry:
             again = rejections.match(str(dialect), answer.response.status_code,
                                      answer.response.get_content(strict=False) or b"")
             if again is not None and again.rule == found.rule:
-                for (f, _), is_new in zip(useful, new, strict=True):
+                for (f, _), is_new in zip(known + useful, new, strict=True):
                     if is_new:  # it did not help: do not shape later requests with it
                         settings.quirks.unlearn(host, port, str(dialect), f)
             self._take(flow, answer, outcome)
@@ -185,6 +187,11 @@ class Retry:
         flow.metadata.setdefault(views.META, {})["retry"] = info_retry
         flow.comment = f"{flow.comment}\nllmfix: retried after {status} {found.rule.name} → {event['outcome']}"
         self._log(flow, dialect, event, outcome_text)
+
+    async def _body(self, req: engine.Request, settings: engine.Settings,
+                    flags: tuple[tuple[str, bool], ...]) -> bytes | None:
+        """The decoded body llmfix sends for ``req`` with exactly these learned ``flags`` (None: unchanged)."""
+        return (await self._process(req, dataclasses.replace(settings, quirks=_Fixed(flags)))).body
 
     @staticmethod
     async def _process(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
