@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from mitmproxy import command, ctx, http
 from mitmproxy.addons.clientplayback import ReplayHandler
+from mitmproxy.hooks import UpdateHook
 
 from llmfix import engine
 from llmfix.body.conversation import BadBody
@@ -185,8 +186,10 @@ class Retry:
                 outcome_text += f" ({again.rule.name} again: the client gets it)"
         info_retry["outcome"] = event["outcome"]
         flow.metadata.setdefault(views.META, {})["retry"] = info_retry
-        flow.comment = f"{flow.comment}\nllmfix: retried after {status} {found.rule.name} → {event['outcome']}"
+        note = f"llmfix: retried after {status} {found.rule.name} → {event['outcome']}"
+        flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
         self._log(flow, dialect, event, outcome_text)
+        ctx.master.addons.trigger(UpdateHook([flow]))  # mitmweb already showed the first answer: show the new one
 
     async def _body(self, req: engine.Request, settings: engine.Settings,
                     flags: tuple[tuple[str, bool], ...]) -> bytes | None:
