@@ -104,8 +104,8 @@ class Retry:
 
     # -- hooks -------------------------------------------------------------------------------------------
     async def response(self, flow: http.HTTPFlow) -> None:
-        if RETRY_OF in flow.metadata or not self.enabled:
-            return
+        if RETRY_OF in flow.metadata or not self.enabled or not flow.live:
+            return  # a flow read from a file (``mitmdump -nr``) is never resent: offline means no traffic
         dialect, upstream, resp = flow.metadata.get(ROUTE), flow.metadata.get(UPSTREAM), flow.response
         if dialect is None or upstream is None or resp is None or resp.status_code not in rejections.STATUSES:
             return

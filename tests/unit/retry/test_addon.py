@@ -108,3 +108,12 @@ def test_the_diff_view_shows_the_first_rejection() -> None:
     assert "# first attempt answered 422 (xai-model-input): …ModelInput" in text
     assert "# learned responses_tool_output_array=false; resent once (flow 12345678) → 200" in text
     assert '#     "error": "…ModelInput"' in text
+
+
+async def test_a_recorded_flow_read_offline_is_never_resent(addons, caplog) -> None:
+    fix, retry, _ = addons
+    f = await rejected_flow(fix)
+    f.live = False  # as mitmdump -nr loads it
+    with caplog.at_level(logging.INFO, logger="llmfix"):
+        await retry.response(f)
+    assert "retry" not in caplog.text and f.response.content == REJECTION and fix.quirks.quirks() == []
