@@ -32,6 +32,7 @@ class Settings:
     table: ProfileTable = field(default_factory=ProfileTable)
     memory: Recall | None = None  # tool calls seen before (None: no memory)
     window: Any = None  # a MediaWindow: tool-result media of recent requests (None: restore is off)
+    quirks: Any = None  # a retry.learned.LearnedQuirks: flags learned from upstream rejections (None: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if (why := _not_an_object(data)) is not None:
         return Outcome("failed", f"body is not a JSON object ({why})")
     table = settings.table
-    host_only = table.resolve(req.host, req.port, None, req.dialect)
+    learned = settings.quirks.flags(req.host, req.port, req.dialect) if settings.quirks is not None else ()
+    host_only = table.resolve(req.host, req.port, None, req.dialect, learned)
     hay = haystack(data)
     todo = pipeline.candidates(req.dialect, host_only.profile, hay, settings.enabled)
     learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
@@ -130,7 +132,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
         memory.remember(calls_in_request(str(req.dialect), conv.body, memory.recently_written))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
-    resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect)
+    resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect,
+                                                                  learned)
     if resolved is not host_only:
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     extras = {"media_window": settings.window, "flow_id": req.flow_id}

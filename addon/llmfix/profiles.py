@@ -62,6 +62,8 @@ class Profile(BaseModel):
 
 
 TEXT_ONLY = frozenset({"text"})
+Learned = tuple[tuple[str, bool], ...]
+"""Flags learned for one upstream from its rejections, sorted by name (see ``ProfileTable.resolve``)."""
 FLAGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
 
 BUILTIN: dict[str, Profile] = {
@@ -160,24 +162,31 @@ class ProfileTable:
     hosts: tuple[_Override, ...] = ()
     models: tuple[_Override, ...] = ()
     source: str | None = None
-    _cache: dict[tuple[str, int | None, str | None, Dialect | None], Resolved] = field(
+    _cache: dict[tuple[str, int | None, str | None, Dialect | None, Learned], Resolved] = field(
         default_factory=dict, compare=False)
 
-    def resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None = None) -> Resolved:
-        """The profile of the upstream ``host[:port]`` speaking ``dialect`` (None: the host's default)."""
-        key = (host, port, model, dialect)
+    def resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None = None,
+                learned: Learned = ()) -> Resolved:
+        """The profile of the upstream ``host[:port]`` speaking ``dialect`` (None: the host's default) for
+        ``model``. ``learned``: flags learned from this upstream's rejections (issue 14), applied over the
+        built-in profile and under the profiles file, so a file setting for the host (a flag, or a ``base``
+        that pins the whole profile) always wins."""
+        key = (host, port, model, dialect, learned)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._resolve(host.lower(), port, model, dialect)
+            hit = self._resolve(host.lower(), port, model, dialect, learned)
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[key] = hit
         return hit
 
-    def _resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None) -> Resolved:
+    def _resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None,
+                 learned: Learned = ()) -> Resolved:
         names = (f"{host}:{port}", host) if port is not None else (host,)
         base = next((p for pat, p in BUILTIN_HOSTS if any(fnmatch.fnmatchcase(n, pat) for n in names)), "spec")
         profile = builtin(base, dialect)
+        if learned:
+            profile = profile.model_copy(update={**dict(learned), "name": f"{profile.name}+learned"})
         modality_override: frozenset[str] | None = None
         matching = [o for o in self.hosts if any(fnmatch.fnmatchcase(n, o.pattern) for n in names)]
         if model:

@@ -8,6 +8,7 @@ can never leave a half-repaired request.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from typing import Any
 
@@ -18,8 +19,9 @@ from llmfix.engine import Outcome, Settings
 from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
-from llmfix.memory.store import MemoryStoreError, QuirkStore, ToolCall
+from llmfix.memory.store import MemoryStoreError, ToolCall
 from llmfix.report import changelog, views
+from llmfix.retry.learned import LearnedQuirks
 
 logger = logging.getLogger("llmfix")
 
@@ -29,6 +31,8 @@ OFFLOAD_BYTES = 256 * 1024
 MARKS = {"repair": ":wrench:", "report": ":mag:"}
 ROUTE = "llmfix_dialect"
 """flow.metadata key: the dialect of a routed LLM request, read again by the response hooks."""
+RETRY_OF = "llmfix_retry_of"
+"""flow.metadata key of llmfix's own resend (llmfix.retry.addon): the request hooks leave it alone."""
 UPSTREAM = "llmfix_upstream"
 """flow.metadata key: (scheme, host, port) the request was routed with, before any later addon re-points it."""
 
@@ -43,8 +47,8 @@ class LLMFix:
         self.settings = Settings()
         self.log: changelog.JsonlLog | None = None
         self.recall: Recall | None = None
+        self.quirks: LearnedQuirks | None = None  # flags learned from upstream rejections (llmfix.retry)
         self.window = MediaWindow(0.0)
-        self.quirks: QuirkStore | None = None  # learned quirks, when the memory backend shares them
         self.offload = False  # run every request's engine in a worker thread (a Redis memory)
         self._memory_spec: tuple[str, float, int, float] | None = None
 
@@ -65,7 +69,7 @@ class LLMFix:
             self._open_log(ctx.options.llmfix_log)
         self._open_memory()
         self.window.window_s = options.parse_duration(ctx.options.llmfix_restore_window, "llmfix_restore_window")
-        self.settings = options.with_state(settings, self.recall, self.window)
+        self.settings = dataclasses.replace(options.with_state(settings, self.recall, self.window), quirks=self.quirks)
 
     def _open_memory(self) -> None:
         o = ctx.options
@@ -79,8 +83,10 @@ class LLMFix:
             raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
         if self.recall:
             self.recall.close()
+        if self.quirks:
+            self.quirks.close()
         self.recall = Recall(memory.calls)
-        self.quirks = memory.quirks
+        self.quirks = LearnedQuirks(memory.quirks, spec[1], shared=memory.shared)
         self.offload = memory.shared  # a network memory is never waited for on the event loop
         if memory.media is not None or not isinstance(self.window, MediaWindow):
             self.window = memory.media if memory.media is not None else MediaWindow(0.0)
@@ -104,11 +110,14 @@ class LLMFix:
             self.recall.close()
             self.recall = None
             self._memory_spec = None
+        if self.quirks:
+            self.quirks.close()
+            self.quirks = None
 
     # -- hooks ---------------------------------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> None:
         settings = self.settings
-        if settings.mode == "off" or (flow.live and (flow.response or flow.error)):
+        if settings.mode == "off" or (flow.live and (flow.response or flow.error)) or RETRY_OF in flow.metadata:
             return
         r = flow.request
         dialect = route.dialect_for(r.method, r.path, r.headers.get("content-type"))
@@ -136,8 +145,8 @@ class LLMFix:
         """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""
         dialect = flow.metadata.get(ROUTE)
         resp = flow.response
-        if dialect is None or resp is None or flow.response.stream:
-            return
+        if dialect is None or resp is None or flow.response.stream or RETRY_OF in flow.metadata:
+            return  # llmfix's resend is read whole: its answer replaces a rejection in the response hook
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
         learner = learn.StreamLearner(dialect, self._remember, content_encoding=resp.headers.get("content-encoding"),

@@ -15,6 +15,7 @@ from llmfix.memory.redis_link import RedisLink, check_url, is_url
 from llmfix.memory.redis_media import RedisMediaStore
 from llmfix.memory.redis_store import RedisCallStore, RedisQuirkStore
 from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.sqlite_quirks import SqliteQuirkStore
 from llmfix.memory.store import CallStore, MediaStore, MemoryStoreError, QuirkStore
 
 
@@ -22,7 +23,7 @@ from llmfix.memory.store import CallStore, MediaStore, MemoryStoreError, QuirkSt
 class Backend:
     calls: CallStore
     media: MediaStore | None  # None: the proxy's in-process MediaWindow
-    quirks: QuirkStore | None  # None: the embedded store's (issue #14)
+    quirks: QuirkStore
     shared: bool  # memory calls may wait on the network: never make them on the event loop
 
 
@@ -45,4 +46,10 @@ def open_memory(location: str, *, max_age_s: int, max_entries: int, timeout_s: f
         link = RedisLink(location, timeout_s=timeout_s)
         return Backend(RedisCallStore(link, max_age_s=max_age_s), RedisMediaStore(link),
                        RedisQuirkStore(link, max_age_s=max_age_s), shared=True)
-    return Backend(SqliteStore(location, max_age_s=max_age_s, max_entries=max_entries), None, None, shared=False)
+    calls = SqliteStore(location, max_age_s=max_age_s, max_entries=max_entries)
+    try:  # the learned quirks live in the same file, a table of their own
+        quirks = SqliteQuirkStore(location, max_age_s=max_age_s)
+    except MemoryStoreError:
+        calls.close()
+        raise
+    return Backend(calls, None, quirks, shared=False)

@@ -45,7 +45,18 @@ def diff_text(info: dict) -> str:
     head += [f"#   {line}" for line in info.get("lines", [])]
     diff = difflib.unified_diff(info.get("before", []), info.get("after", []), "as sent by the client",
                                 "as sent upstream" if mode == "repair" else "as llmfix would send it", lineterm="", n=2)
-    return "\n".join([*head, "", *diff]) + "\n"
+    return "\n".join([*head, *_retry_lines(info.get("retry")), "", *diff]) + "\n"
+
+
+def _retry_lines(retry: object) -> list[str]:
+    """The first attempt of a request llmfix resent (issue 14): its rejection, what was learned, the outcome."""
+    if not isinstance(retry, dict):
+        return []
+    learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in retry.get("learned", [])) or "nothing"
+    lines = [f"# first attempt answered {retry.get('status')} ({retry.get('rule')}): {retry.get('error')}",
+             f"# learned {learned}; resent once (flow {str(retry.get('resend_flow'))[:8]}) → {retry.get('outcome')}",
+             "# the first answer, as the upstream sent it:"]
+    return lines + [f"#   {line}" for line in str(retry.get("first_response", "")).splitlines()]
 
 
 class DiffView(contentviews.Contentview):

@@ -1,0 +1,251 @@
+"""The mitmproxy side of repair-and-retry (issue 14): a known rejection → learn the flag → resend once.
+
+When an LLM request's answer is 400/422 with a text :mod:`llmfix.retry.rejections` knows, the response
+hook repairs the client's original request with the flags that avoid it and, only if that changes the
+body, sends it again once through mitmproxy's own replay machinery (``ReplayHandler``): a copy of the
+flow with the client's own headers, to the address the original went to (``flow.request`` after every
+addon's request hook; upstream mode is kept), as a new flow marked as llmfix's resend. The client gets
+the second answer; the first rejection stays in the flow's llmfix view (``metadata["llmfix"]["retry"]``).
+
+Learned flags go to the memory (:class:`~llmfix.retry.learned.LearnedQuirks`), so the next request to
+that upstream is repaired up front. Never in report mode (it logs what it would learn), never for a
+resend itself (at most one per client request), never when ``llmfix_retry`` is false. The resent answer
+is buffered, not streamed: see the README ("Repair and retry") for why.
+
+Console line and JSONL record per retry carry the flow id, host, path, status, the rule's name and a
+redacted excerpt of the error text: never a header value or a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from mitmproxy import command, ctx, http
+from mitmproxy.addons.clientplayback import ReplayHandler
+from mitmproxy.hooks import UpdateHook
+
+from llmfix import engine
+from llmfix.body.conversation import BadBody
+from llmfix.memory import learn
+from llmfix.memory.store import Quirk
+from llmfix.proxy import OFFLOAD_BYTES, RETRY_OF, ROUTE, UPSTREAM, flow_name
+from llmfix.report import views
+from llmfix.report.redact import redact_text
+from llmfix.retry import rejections
+from llmfix.route import Dialect
+
+if TYPE_CHECKING:
+    from llmfix.proxy import LLMFix
+
+logger = logging.getLogger("llmfix")
+
+EXCERPT = 200
+
+
+class _Fixed:
+    """A quirks view giving one request exactly these flags (to try a repair before learning it)."""
+
+    def __init__(self, flags: tuple[tuple[str, bool], ...]) -> None:
+        self._flags = flags
+
+    def flags(self, host: str, port: int | None, dialect: str) -> tuple[tuple[str, bool], ...]:
+        return self._flags
+
+
+def _merge(*groups: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
+    merged: dict[str, bool] = {}
+    for group in groups:
+        merged.update(group)
+    return tuple(sorted(merged.items()))
+
+
+class Retry:
+    def __init__(self, fix: LLMFix) -> None:
+        self.fix = fix
+        self.enabled = True
+
+    def load(self, loader: Any) -> None:
+        loader.add_option(
+            "llmfix_retry", bool, True,
+            "When an LLM request's answer is a 400/422 whose text llmfix knows, learn the profile flag that "
+            "avoids it for that upstream (host and port), repair the request with it and send it again, once. "
+            "The learned flag is kept in llmfix_memory and applied up front to later requests.",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        if "llmfix_retry" in updated:
+            self.enabled = bool(ctx.options.llmfix_retry)
+
+    # -- commands ----------------------------------------------------------------------------------------
+    @command.command("llmfix.quirks")
+    def list_quirks(self) -> str:
+        """List the upstream quirks llmfix has learned from rejections."""
+        quirks = self.fix.quirks.quirks() if self.fix.quirks is not None else []
+        lines = [
+            f"{q.host}:{q.port} {q.dialect} {q.flag}={str(q.value).lower()} "
+            f"(learned {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(q.learned_at))} from {q.reason})"
+            for q in quirks
+        ] or ["no learned quirks"]
+        for line in lines:
+            logger.info("llmfix quirk: %s", line)
+        return "\n".join(lines)
+
+    @command.command("llmfix.forget")
+    def forget(self, host: str = "") -> str:
+        """Forget the quirks learned for HOST (all hosts when empty)."""
+        n = self.fix.quirks.forget(host or None) if self.fix.quirks is not None else 0
+        message = f"llmfix: forgot {n} learned quirk(s){f' of {host}' if host else ''}"
+        logger.info(message)
+        return message
+
+    # -- hooks -------------------------------------------------------------------------------------------
+    async def response(self, flow: http.HTTPFlow) -> None:
+        if RETRY_OF in flow.metadata or not self.enabled or not flow.live:
+            return  # a flow read from a file (``mitmdump -nr``) is never resent: offline means no traffic
+        dialect, upstream, resp = flow.metadata.get(ROUTE), flow.metadata.get(UPSTREAM), flow.response
+        if dialect is None or upstream is None or resp is None or resp.status_code not in rejections.STATUSES:
+            return
+        settings = self.fix.settings
+        if settings.mode == "off" or settings.quirks is None or flow.request.raw_content is None:
+            return
+        try:
+            found = rejections.match(dialect, resp.status_code, resp.get_content(strict=False) or b"")
+            if found is not None:
+                await self._retry(flow, found, settings, upstream)
+        except Exception as e:  # a bug in llmfix: the client still gets the upstream's answer
+            logger.warning("llmfix: %s: retry failed, the client gets the upstream's answer: internal error: %s: %s",
+                           _name(flow), type(e).__name__, e, exc_info=True)
+
+    async def _retry(self, flow: http.HTTPFlow, found: rejections.Match, settings: engine.Settings,
+                     upstream: tuple[str, str, int]) -> None:
+        _, host, port = upstream
+        dialect = Dialect(flow.metadata[ROUTE])
+        status = flow.response.status_code if flow.response else 0
+        info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
+        client_raw = info.get("original") or flow.request.raw_content
+        encoding = flow.request.headers.get("content-encoding")
+        req = engine.Request(dialect, host, port, client_raw, encoding, None)
+        excerpt = redact_text(found.text.replace("\n", " "), EXCERPT)
+        event: dict[str, Any] = {"status": status, "rejection": found.rule.name, "error": excerpt, "learned": [],
+                                 "resent": False}
+        try:
+            sent = engine.decode(flow.request.raw_content or b"", encoding, settings.max_body)
+        except BadBody as e:
+            return self._log(flow, dialect, event, f"not resent: the body sent cannot be decoded ({e})")
+        # What to learn is judged against what is learned now (another request may have taught it since this
+        # one was sent); whether to resend, against what was sent.
+        base = settings.quirks.flags(host, port, dialect)
+        known = [f for f in found.flags if f in base]
+        base_body = await self._body(req, settings, base)
+        useful: list[tuple[str, bool]] = []
+        for flag in found.flags:
+            if flag not in base and await self._body(req, settings, _merge(base, (flag,))) != base_body:
+                useful.append(flag)
+        event["learned"] = [{"flag": f, "value": v} for f, v in known + useful]
+        outcome = await self._process(req, dataclasses.replace(settings, quirks=_Fixed(_merge(base, tuple(useful)))))
+        if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
+            why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
+            return self._log(flow, dialect, event, f"not resent: {why}")
+        if settings.mode != "repair":
+            return self._log(flow, dialect, event, "report mode: would learn and resend once")
+        reason = f"{status} {found.rule.name}: {excerpt}"
+        now = time.time()
+        new = [False] * len(known)
+        new += [settings.quirks.learn(Quirk(host, port or 0, str(dialect), f, v, reason, now)) for f, v in useful]
+        for record, is_new in zip(event["learned"], new, strict=True):
+            record["new"] = is_new
+        answer = await self._resend(flow, outcome.wire, dialect)
+        event["resent"] = True
+        first = flow.response
+        assert first is not None
+        info_retry = {
+            "status": status, "rule": found.rule.name, "error": excerpt,
+            "first_response": views.pretty_redacted(first.get_content(strict=False) or b""),
+            "learned": event["learned"], "resend_flow": answer.id,
+        }
+        if answer.response is None:
+            why = answer.error.msg if answer.error else "no answer"
+            outcome_text = f"resend failed ({why}): the client gets the first rejection"
+            event["outcome"] = "error"
+        else:
+            again = rejections.match(str(dialect), answer.response.status_code,
+                                     answer.response.get_content(strict=False) or b"")
+            if again is not None and again.rule == found.rule:
+                for (f, _), is_new in zip(known + useful, new, strict=True):
+                    if is_new:  # it did not help: do not shape later requests with it
+                        settings.quirks.unlearn(host, port, str(dialect), f)
+            self._take(flow, answer, outcome)
+            self.fix._report(flow, req, outcome, "repair")  # the client's flow now shows the resent body
+            event["outcome"] = answer.response.status_code
+            outcome_text = f"resent once → {answer.response.status_code}"
+            if again is not None:
+                outcome_text += f" ({again.rule.name} again: the client gets it)"
+        info_retry["outcome"] = event["outcome"]
+        flow.metadata.setdefault(views.META, {})["retry"] = info_retry
+        note = f"llmfix: retried after {status} {found.rule.name} → {event['outcome']}"
+        flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
+        self._log(flow, dialect, event, outcome_text)
+        ctx.master.addons.trigger(UpdateHook([flow]))  # mitmweb already showed the first answer: show the new one
+
+    async def _body(self, req: engine.Request, settings: engine.Settings,
+                    flags: tuple[tuple[str, bool], ...]) -> bytes | None:
+        """The decoded body llmfix sends for ``req`` with exactly these learned ``flags`` (None: unchanged)."""
+        return (await self._process(req, dataclasses.replace(settings, quirks=_Fixed(flags)))).body
+
+    @staticmethod
+    async def _process(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
+        if len(req.raw) >= OFFLOAD_BYTES:
+            return await asyncio.to_thread(engine.process, req, settings)
+        return engine.process(req, settings)
+
+    async def _resend(self, flow: http.HTTPFlow, wire: bytes, dialect: Dialect) -> http.HTTPFlow:
+        """Send ``wire`` with the client's headers to where ``flow`` went; the finished resend flow."""
+        copy = flow.copy()
+        copy.metadata = {RETRY_OF: flow.id, ROUTE: str(dialect)}
+        copy.response = None
+        copy.error = None
+        copy.is_replay = "request"
+        copy.marked = ":repeat:"
+        copy.comment = f"llmfix: resend of {flow.id[:8]} after its {flow.response.status_code if flow.response else ''}"
+        copy.request.raw_content = wire
+        if "transfer-encoding" not in copy.request.headers:
+            copy.request.headers["content-length"] = str(len(wire))
+        await ReplayHandler(copy, ctx.options).replay()
+        return copy
+
+    def _take(self, flow: http.HTTPFlow, answer: http.HTTPFlow, outcome: engine.Outcome) -> None:
+        """The client's flow now shows what was resent and its answer; tool calls in a streamed answer are learned."""
+        assert answer.response is not None and outcome.wire is not None
+        flow.request.raw_content = outcome.wire
+        if "transfer-encoding" not in flow.request.headers:
+            flow.request.headers["content-length"] = str(len(outcome.wire))
+        flow.response = answer.response
+        resp = answer.response
+        if resp.headers.get("content-type", "").lower().startswith("text/event-stream") and resp.raw_content:
+            learner = learn.StreamLearner(str(answer.metadata[ROUTE]), self.fix._remember,
+                                          content_encoding=resp.headers.get("content-encoding"), label=_name(flow))
+            learner.feed(resp.raw_content)
+            learner.feed(b"")
+
+    def _log(self, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str) -> None:
+        learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in event["learned"]) or "nothing"
+        host, port = flow.metadata[UPSTREAM][1:]
+        report = "" if self.fix.settings.mode == "repair" else " (report)"
+        logger.info("llmfix%s: %s retry: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, _name(flow),
+                    event["status"], event["rejection"], event["error"], learned, host, port, dialect, outcome)
+        if self.fix.log:
+            r = flow.request
+            record = {"ts": round(time.time(), 3), "flow": flow.id, "method": r.method, "host": host, "port": port,
+                      "path": r.path.split("?", 1)[0], "dialect": str(dialect), "mode": self.fix.settings.mode,
+                      "event": "retry", **event, "result": outcome}
+            try:
+                self.fix.log.write([record])
+            except OSError as e:
+                logger.warning("llmfix: cannot write change log %s: %s", self.fix.log.path, e)
+
+
+_name = flow_name

@@ -1,0 +1,160 @@
+"""Which upstream rejections llmfix knows, and which profile flag avoids each (issue 14, DESIGN B11).
+
+An upstream llmfix has no profile for answers a shape it does not take with a 400/422 whose text says
+what it did not like. Each :class:`Rule` below is one such text, seen in the wild, for one dialect and
+status: a regex searched in the error text (every string of the JSON error body, joined; serde-style
+texts end in a position suffix such as ``at line 1 column 1932``, so no rule is anchored at the end),
+and the profile flags, in order, whose value would have avoided it. A rule with no flags is a text
+llmfix recognises but whose repair is always on (the pairing texts): nothing to learn, nothing to resend.
+
+Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` = SK):
+
+- xAI Responses 422 ``Failed to deserialize the JSON body into the target type: input: data did not match
+  any variant of untagged enum ModelInput`` (WF R2, §4.1, openclaw #57981), also without the ``input:``
+  path and with a position suffix. The same text is given for an ``input_image`` without ``image_url``.
+- OpenAI Chat 400 ``Image URLs are only allowed for messages with role 'user', but this message with role
+  'tool' contains an image URL.`` (WF R4, §2.2; OpenHands #7700).
+- DeepSeek Chat 400 ``messages[N]: invalid type: sequence, expected a string`` (WF R7, §7; openclaude #774)
+  and ``messages[N]: unknown variant `image_url`, expected `text``` (WF §7, V4 era); the V3-era
+  ``data did not match any variant of untagged enum ChatCompletionRequestContent`` (WF §7 [S54]); relays
+  to Grok: ``unknown variant image_url`` (WF §7 [S58]).
+- Anthropic-compatible vendors rejecting ``role:"system"`` in ``messages[]`` (SK §2.3: DeepSeek 400
+  ``messages[1].role: unknown variant `system`, expected `user` or `assistant```, Qwen the same, GLM 422
+  ``Input should be 'user' or 'assistant'`` with ``"input":"system"``, MiniMax 400 ``invalid params, chat
+  content has invalid message role: system (2013)``, an unnamed gateway ``messages[1].role must be either
+  'user' or 'assistant', but got 'system'``). Their flag, ``anthropic_system_messages``, comes with the
+  fold repair (issue 12); the rows are inert until :data:`llmfix.profiles.FLAGS` has it.
+- Anthropic-compatible serde vendors rejecting an image block inside a ``tool_result``: **inferred**, not
+  captured: DeepSeek's ``/anthropic`` deserializer names content positions as in its other texts
+  (``messages[N].content[K].content[J]: unknown variant `image`, expected `text```); only that nested
+  position (a tool_result's own content) teaches ``anthropic_tool_result_media``.
+- Pairing texts (WF §2.2, §3.3, SK §1): orphan tool messages, missing results, orphan ``tool_result``,
+  Responses ``No tool output found``: the pairing repairs are always on, so these teach nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import orjson
+
+from llmfix.profiles import FLAGS
+
+MAX_ERROR_BYTES = 64 * 1024
+"""An error body larger than this is not an error text llmfix knows (real ones are a few hundred bytes)."""
+STATUSES = frozenset({400, 422})
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    dialect: str  # "chat" | "responses" | "messages"
+    statuses: frozenset[int]
+    pattern: re.Pattern[str]
+    flags: tuple[tuple[str, bool], ...]  # (profile flag, the value that avoids the rejection), in order
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    rule: Rule
+    text: str  # the error text it matched in (unredacted: callers redact before logging)
+
+    @property
+    def flags(self) -> tuple[tuple[str, bool], ...]:
+        """The rule's flags this llmfix has (a row for a flag another branch adds stays inert)."""
+        return tuple((f, v) for f, v in self.rule.flags if f in FLAGS)
+
+
+def _rule(name: str, dialect: str, statuses: tuple[int, ...], pattern: str, *flags: tuple[str, bool]) -> Rule:
+    return Rule(name, dialect, frozenset(statuses), re.compile(pattern), flags)
+
+
+_SERDE = r"Failed to deserialize the JSON body into the target type: "
+NO_ARRAY_OUTPUT = ("responses_tool_output_array", False)
+IMAGE_NEEDS_URL = ("responses_image_requires_url", True)
+NO_TOOL_MEDIA = ("chat_tool_media", False)
+NO_TOOL_TEXT_ARRAY = ("chat_tool_text_array", False)
+NO_MEDIA = ("media_input", False)
+NO_TOOL_RESULT_MEDIA = ("anthropic_tool_result_media", False)
+NO_SYSTEM_MESSAGES = ("anthropic_system_messages", False)  # issue 12's flag
+
+RULES: tuple[Rule, ...] = (
+    # -- Responses ----------------------------------------------------------------------------------------
+    _rule("xai-model-input", "responses", (422, 400),
+          r"did not match any variant of untagged enum ModelInput", NO_ARRAY_OUTPUT, IMAGE_NEEDS_URL),
+    _rule("responses-no-tool-output", "responses", (400,),
+          r"No tool output found for (?:function |custom tool |tool )?call"),
+    _rule("responses-output-without-call", "responses", (400,),
+          r"No tool call found for (?:function |custom tool )?call output"),
+    # -- Chat Completions ---------------------------------------------------------------------------------
+    _rule("chat-image-in-tool-message", "chat", (400,),
+          r"Image URLs are only allowed for messages with role 'user', but this message with role 'tool'",
+          NO_TOOL_MEDIA),
+    _rule("chat-tool-content-not-string", "chat", (400, 422),
+          r"messages\[\d+\](?:\.content)?: invalid type: sequence, expected a string", NO_TOOL_TEXT_ARRAY),
+    _rule("chat-unknown-variant-image", "chat", (400, 422),
+          r"unknown variant `?(?:image_url|input_image|file|input_audio)`?(?:, expected `text`)?", NO_MEDIA),
+    _rule("chat-untagged-content", "chat", (400, 422),
+          r"messages\[\d+\]: data did not match any variant of untagged enum ChatCompletionRequestContent",
+          NO_TOOL_TEXT_ARRAY, NO_MEDIA),
+    _rule("chat-orphan-tool-message", "chat", (400,),
+          r"(?i)messages with role ['\"]tool['\"] must be a response to a prece[e]?ding message "
+          r"with ['\"]tool_calls['\"]"),
+    _rule("chat-missing-tool-results", "chat", (400,),
+          r"(?i)an assistant message with ['\"]tool_calls['\"] must be followed by tool messages"),
+    # -- Anthropic Messages -------------------------------------------------------------------------------
+    _rule("messages-image-in-tool-result", "messages", (400, 422),
+          r"messages\[\d+\]\.content\[\d+\]\.content\[\d+\](?:\.type)?: unknown variant `image`", NO_TOOL_RESULT_MEDIA),
+    _rule("messages-system-role-serde", "messages", (400,),
+          r"messages\[\d+\]\.role: unknown variant `system`, expected `user` or `assistant`", NO_SYSTEM_MESSAGES),
+    _rule("messages-system-role-literal", "messages", (422,),
+          r"(?s)Input should be 'user' or 'assistant'.*\bsystem\b", NO_SYSTEM_MESSAGES),
+    _rule("messages-system-role-minimax", "messages", (400,),
+          r"invalid message role: system \(2013\)", NO_SYSTEM_MESSAGES),
+    _rule("messages-system-role-gateway", "messages", (400,),
+          r"role must be either 'user' or 'assistant', but got 'system'", NO_SYSTEM_MESSAGES),
+    _rule("messages-missing-tool-result", "messages", (400,),
+          r"`tool_use` ids were found without `tool_result` blocks immediately after"),
+    _rule("messages-orphan-tool-result", "messages", (400,),
+          r"unexpected `tool_use_id` found in `tool_result` blocks"),
+)
+
+
+def error_text(body: bytes) -> str | None:
+    """The text of an error body: every string in its JSON joined by newlines (vendors nest the message
+    differently: ``error.message``, ``error``, ``detail[].msg``…), or the body itself when it is not JSON.
+    None for a body too large or not UTF-8."""
+    if not body or len(body) > MAX_ERROR_BYTES:
+        return None
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    strings: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            strings.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+    return "\n".join(strings)
+
+
+def match(dialect: str, status: int, body: bytes) -> Match | None:
+    """The known rejection ``body`` is, for a request of ``dialect`` answered ``status``; None if unknown."""
+    if status not in STATUSES:
+        return None
+    text = error_text(body)
+    if not text:
+        return None
+    for rule in RULES:
+        if rule.dialect == dialect and status in rule.statuses and rule.pattern.search(text):
+            return Match(rule, text)
+    return None
