@@ -23,7 +23,6 @@ import httpx2
 import openai
 import pytest
 
-from llmfix.profiles import FLAGS
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
 from tests.e2e.quirky_upstream import QuirkyUpstream, deepseek_anthropic_system
 from tests.upstreams.captures import capture_json
@@ -281,13 +280,13 @@ def test_anthropic_like_pairing_rejection_teaches_nothing_and_is_not_resent(tmp_
         assert len(up.requests) == 1
 
 
-@pytest.mark.skipif("anthropic_system_messages" not in FLAGS, reason="the system-fold flag comes with issue 12")
 def test_anthropic_like_learns_to_fold_system_messages(tmp_path: Path) -> None:
     body = capture_json("claude-code/single_png__turn2.json")  # Claude Code ≥ 2.1.154: a system message in messages[]
     body.pop("stream", None)
+    sdk_args = {k: body.pop(k) for k in ("model", "max_tokens", "messages")}
     up = QuirkyUpstream("anthropic", deepseek_anthropic_system)
     with up, start(up, tmp_path / "conf") as p, httpx2_client(p) as http:
-        anthropic_sdk(p, http).messages.create(**body)
+        anthropic_sdk(p, http).messages.create(**sdk_args, extra_body=body)  # Claude Code's other fields as sent
         assert [r.status for r in up.requests] == [400, 200]
-        anthropic_sdk(p, http).messages.create(**body)
+        anthropic_sdk(p, http).messages.create(**sdk_args, extra_body=body)
         assert [r.status for r in up.requests] == [400, 200, 200]
