@@ -1,8 +1,12 @@
 """The repairs, in the order they run, and the pipeline that runs them.
 
 Order matters: media a gateway dropped are restored first, so that the other repairs see the request as
-the client meant it; untangling a tool run comes before media are hoisted out of it, so the hoisted
-user message lands after the whole, untangled run (DESIGN §6); text arrays are flattened last.
+the client meant it (restore pairs results by call id, so it must see the ids as the client sent them);
+untangle-tool-run then rebuilds Droid's broken Chat runs and settles Chat orphans; pair-tool-calls
+comes next, on untangled runs: it makes ids unique, settles Responses/Anthropic orphans and answers
+every unanswered call, so that a run is complete before media are hoisted out of it and the hoisted user
+message lands after the whole run, placeholders included (DESIGN §6); text arrays are flattened last
+(pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
 """
 
 from __future__ import annotations
@@ -10,13 +14,20 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.body.haystack import Searchable
-from llmfix.repairs import flatten_tool_text, hoist_tool_media, restore_tool_media, untangle_tool_run
+from llmfix.repairs import (
+    flatten_tool_text,
+    hoist_tool_media,
+    pair_tool_calls,
+    restore_tool_media,
+    untangle_tool_run,
+)
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 
 PIPELINE: tuple[Repair, ...] = (
     restore_tool_media.REPAIR,
     untangle_tool_run.REPAIR,
+    pair_tool_calls.REPAIR,
     hoist_tool_media.REPAIR,
     flatten_tool_text.REPAIR,
 )
