@@ -16,9 +16,11 @@ empty Responses ``call_id``s are rejected likewise. Texts: reference/session-kil
 
 Written once over the dialect-neutral view of :mod:`llmfix.wire.toolpairs`, in three passes:
 
-1. **Unique ids.** The k-th declaration of an id belongs to the k-th result with it; every declaration
-   after the first (and every empty id) gets a new id in the same format — same length, letters and
-   digits where it had them, so 9 alphanumerics stay 9 alphanumerics — and so does its result.
+1. **Unique ids.** The k-th declaration of an id belongs to the k-th result with it, counted within the
+   turn (the assistant message and its results; a Responses block of calls and the outputs after it);
+   every declaration after the first (and every empty id) gets a new id in the same format — same
+   length, letters and digits where it had them, so 9 alphanumerics stay 9 alphanumerics — and so
+   does its result.
 2. **Results nobody declared** (Responses and Anthropic; Chat orphans are untangle-tool-run's, which runs
    before): the declaration comes back from memory (the streamed answer or an earlier request that
    issued the call, with its name and arguments) right before the result (Responses) or in the
@@ -47,7 +49,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from llmfix.profiles import Profile
+from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.media_triage import kind, triage
 from llmfix.repairs.untangle_tool_run import orphan_label
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
@@ -86,45 +90,51 @@ def _lookup(ctx: Context, call_ids: Iterable[str]) -> dict[str, Any]:
 
 
 def _unique(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    """The first declaration of an id keeps it; each later one (and every empty id) gets a fresh id, and so
+    does the j-th answer with that id among its own turn's answers, for the j-th such declaration there."""
     d = ctx.dialect
     decls = tp.calls(d, items)
-    results = tp.answers(d, items)
     counts = Counter(c.call_id for c in decls)
     if all(c.call_id and counts[c.call_id] == 1 for c in decls):
         return items, []
-    taken = {c.call_id for c in decls} | {a.call_id for a in results}
-    renames: dict[str, dict[int, str]] = {}
-    call_ids: dict[tp.Key, str] = {}
-    where: dict[str, list[str]] = {}
+    taken = {c.call_id for c in decls} | {a.call_id for a in tp.answers(d, items)}
+    first: set[str] = set()
     seen: Counter[str] = Counter()
-    for c in decls:
-        k = seen[c.call_id]
-        seen[c.call_id] += 1
-        if c.call_id and k == 0:
-            continue
-        new = tp.fresh_id(c.call_id, k, taken, d)
-        taken.add(new)
-        renames.setdefault(c.call_id, {})[k] = new
-        call_ids[c.key] = new
-        where[new] = [_where(d, c.index, c.sub, True)]
+    call_ids: dict[tp.Key, str] = {}
     answer_ids: dict[tp.Key, str] = {}
-    seen.clear()
-    for a in results:
-        k = seen[a.call_id]
-        seen[a.call_id] += 1
-        new = renames.get(a.call_id, {}).get(k)
-        if new is not None:
-            answer_ids[a.key] = new
-            where[new].append(_where(d, a.index, a.sub, False))
+    changes: list[tuple[str, int, str, list[str]]] = []  # (old id, k, new id, locations)
+    for calls, answers in tp.runs(d, items):
+        finals: dict[str, list[str]] = {}
+        where: dict[str, list[str]] = {}
+        for c in calls:
+            k = seen[c.call_id]
+            seen[c.call_id] += 1
+            if c.call_id and c.call_id not in first:
+                first.add(c.call_id)
+                finals.setdefault(c.call_id, []).append(c.call_id)
+                continue
+            new = tp.fresh_id(c.call_id, k, taken, d)
+            taken.add(new)
+            call_ids[c.key] = new
+            finals.setdefault(c.call_id, []).append(new)
+            where[new] = [_where(d, c.index, c.sub, True)]
+            changes.append((c.call_id, k, new, where[new]))
+        nth: Counter[str] = Counter()
+        for a in answers:
+            j = nth[a.call_id]
+            nth[a.call_id] += 1
+            new_ids = finals.get(a.call_id, [])
+            if j < len(new_ids) and new_ids[j] != a.call_id:
+                answer_ids[a.key] = new_ids[j]
+                where[new_ids[j]].append(_where(d, a.index, a.sub, False))
     out = tp.rename(d, items, call_ids, answer_ids)
-    changes = []
-    for old, by_k in renames.items():
-        for k, new in by_k.items():
-            what = "empty call id" if not old else f"duplicate call id {old}"
-            nth = "" if not old else f"{_ORDINAL.get(k, f'{k + 1}th')} declaration "
-            has = "and its result " if len(where[new]) > 1 else "(no result with that id) "
-            changes.append(Change(NAME, ", ".join(where[new]), f"{what}: {nth}{has}renamed to {new}", old, new))
-    return out, changes
+    records = []
+    for old, k, new, locations in changes:
+        what = "empty call id" if not old else f"duplicate call id {old}"
+        nth_decl = "" if not old else f"{_ORDINAL.get(k, f'{k + 1}th')} declaration "
+        has = "and its result " if len(locations) > 1 else "(no result with that id in its turn) "
+        records.append(Change(NAME, ", ".join(locations), f"{what}: {nth_decl}{has}renamed to {new}", old, new))
+    return out, records
 
 
 # --- 2. results nobody declared ----------------------------------------------------------------------------------
@@ -159,14 +169,27 @@ def _orphans(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     declared = {c.call_id for c in tp.calls(d, items)}
     if d is Dialect.CHAT:  # a Chat tool message declared nowhere is untangle-tool-run's, which ran before
         extra = [a for a in strays if a.call_id in declared]
-        return _chat_extra(items, extra) if extra else (items, [])
+        return _chat_extra(items, extra, ctx) if extra else (items, [])
     known = _lookup(ctx, (a.call_id for a in strays if a.call_id not in declared))
     if d is Dialect.RESPONSES:
-        return _responses_orphans(items, strays, known)
+        return _responses_orphans(items, strays, known, ctx)
     return _anthropic_orphans(items, strays, known)
 
 
-def _chat_extra(items: list[Any], extra: list[tp.Answer]) -> tuple[list[Any], list[Change]]:
+def _gated(parts: list[Any], ctx: Context, call_id: str | None, text: Any) -> tuple[list[Any], tuple[str, ...]]:
+    """``parts`` for a user message: media the model cannot take become a placeholder (hoist's triage); the drops."""
+    media = [p for p in parts if isinstance(p, (*ch.MEDIA_PARTS, *rs.MEDIA_PARTS))]
+    _, lost = triage(media, ctx, call_id)
+    if not lost:
+        return parts, ()
+    lost_ids = {id(p) for p, _ in lost}
+    notes = [placeholders.omitted([kind(p) for p, r in lost if r == reason], reason)
+             for reason in dict.fromkeys(r for _, r in lost)]
+    kept = [p for p in parts if id(p) not in lost_ids] + [text(n) for n in notes]
+    return kept, tuple(f"{p.media()} from {call_id}: {r}" for p, r in lost)
+
+
+def _chat_extra(items: list[Any], extra: list[tp.Answer], ctx: Context) -> tuple[list[Any], list[Change]]:
     """Chat tool messages beyond the declarations of their id: user messages after their run, naming the call."""
     at = {a.index for a in extra}
     out: list[Any] = []
@@ -174,15 +197,18 @@ def _chat_extra(items: list[Any], extra: list[tp.Answer]) -> tuple[list[Any], li
     changes = []
     for i, m in enumerate(items):
         if i in at:
-            label = orphan_label(m.tool_call_id) + " (a second result for the same call)"
+            label = f"[Another result of tool call {m.tool_call_id}, which already has one]"
+            dropped: tuple[str, ...] = ()
             if isinstance(m.content, list):
-                user = ch.Message(role="user", content=[ch.TextPart(type="text", text=label), *m.content])
+                parts, dropped = _gated(list(m.content), ctx, m.tool_call_id,
+                                        lambda t: ch.TextPart(type="text", text=t))
+                user = ch.Message(role="user", content=[ch.TextPart(type="text", text=label), *parts])
             else:
                 user = ch.Message(role="user", content=f"{label}\n{m.content}" if m.content else label)
             held.append(user)
             changes.append(Change(NAME, f"messages[{i}]", f"tool message {m.tool_call_id} answers a call already "
                                   "answered; kept as a user message after the tool run, naming the call",
-                                  m.to_wire(), user.to_wire()))
+                                  m.to_wire(), user.to_wire(), dropped))
             continue
         if held and not (isinstance(m, ch.Message) and m.role == "tool"):
             out += held
@@ -192,7 +218,7 @@ def _chat_extra(items: list[Any], extra: list[tp.Answer]) -> tuple[list[Any], li
     return out, changes
 
 
-def _responses_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any]
+def _responses_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any], ctx: Context
                        ) -> tuple[list[Any], list[Change]]:
     at = {a.index for a in strays}
     out: list[Any] = []
@@ -210,11 +236,18 @@ def _responses_orphans(items: list[Any], strays: list[tp.Answer], known: dict[st
             changes.append(Change(NAME, f"input[{i}]", f"{m.type} {m.call_id}: no call declared it; restored "
                                   f"{decl.type} {call.name} from memory right before it", None, decl.to_wire()))
         else:
-            user = tp.responses_output_as_user(m, orphan_label(m.call_id))
+            dropped: tuple[str, ...] = ()
+            if isinstance(m.output, list):
+                parts, dropped = _gated(list(m.output), ctx, m.call_id,
+                                        lambda t: rs.InputText(type="input_text", text=t))
+                m_in = evolve(m, output=parts)
+            else:
+                m_in = m
+            user = tp.responses_output_as_user(m_in, orphan_label(m.call_id))
             out.append(user)
             changes.append(Change(NAME, f"input[{i}]", f"{m.type} {m.call_id or '(no call id)'}: no call declared "
                                   "it and none in memory; kept as a user message naming the call",
-                                  m.to_wire(), user.to_wire()))
+                                  m.to_wire(), user.to_wire(), dropped))
     return out, changes
 
 

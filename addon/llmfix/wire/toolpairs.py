@@ -9,7 +9,9 @@ Responses input item), ``sub`` its place inside the item (Chat ``tool_calls[k]``
 - a *group* is what must be answered together, with the answers that count for it: Chat — one
   assistant message's ``tool_calls`` and the run of ``tool`` messages right after it; Responses — one
   call item and every output after it (OpenAI pairs by ``call_id`` anywhere later), its *run* being the
-  maximal stretch of call/output items around it; Anthropic — one assistant message's ``tool_use`` blocks
+  consecutive call items from it on and the consecutive outputs right after them (a run never reaches
+  into a later turn's calls, so where a missing output goes does not change when turns are appended);
+  Anthropic — one assistant message's ``tool_use`` blocks
   and the ``tool_result`` blocks of the message right after it.
 - server-side tool blocks (``server_tool_use``, ``web_search_tool_result``…) and ``item_reference``
   items are neither calls nor answers here: they pass untouched.
@@ -122,7 +124,9 @@ def groups(dialect: Dialect, items: list[Any]) -> list[Group]:
             zone = [a for a in results if anchor < a.index <= end]
         elif dialect is Dialect.RESPONSES:
             end = anchor
-            while end + 1 < len(items) and isinstance(items[end + 1], (*rs.TOOL_CALLS, rs.ToolOutput)):
+            while end + 1 < len(items) and isinstance(items[end + 1], rs.TOOL_CALLS):
+                end += 1
+            while end + 1 < len(items) and isinstance(items[end + 1], rs.ToolOutput):
                 end += 1
             zone = [a for a in results if a.index > anchor]
         else:
@@ -130,6 +134,36 @@ def groups(dialect: Dialect, items: list[Any]) -> list[Group]:
             zone = [a for a in results if a.index == anchor + 1]
         ids = {c.call_id for c in cs}
         out.append(Group(anchor, tuple(cs), tuple(a for a in zone if a.call_id in ids), end))
+    return out
+
+
+def runs(dialect: Dialect, items: list[Any]) -> list[tuple[list[Call], list[Answer]]]:
+    """Each turn's calls with the answers sitting where that turn's answers belong, in order.
+
+    Chat: an assistant message's calls and its run of tool messages; Anthropic: an assistant message's
+    tool_use blocks and the tool_result blocks of the message right after it; Responses: a block of
+    consecutive call items and the block of consecutive outputs right after it."""
+    every = calls(dialect, items)
+    results = answers(dialect, items)
+    out: list[tuple[list[Call], list[Answer]]] = []
+    if dialect is Dialect.RESPONSES:
+        i = 0
+        while i < len(items):
+            if not isinstance(items[i], rs.TOOL_CALLS):
+                i += 1
+                continue
+            start = i
+            while i < len(items) and isinstance(items[i], rs.TOOL_CALLS):
+                i += 1
+            mid = i
+            while i < len(items) and isinstance(items[i], rs.ToolOutput):
+                i += 1
+            out.append(([c for c in every if start <= c.index < mid], [a for a in results if mid <= a.index < i]))
+        return out
+    for g in groups(dialect, items):
+        zone = [a for a in results if (g.anchor < a.index <= g.end if dialect is Dialect.CHAT
+                                       else a.index == g.anchor + 1)]
+        out.append((list(g.calls), zone))
     return out
 
 
