@@ -97,11 +97,12 @@ def stream_turn1(proxy: Mitmdump, upstream: MockUpstream, dialect: str, body: di
         if dialect == "messages":
             sdk = anthropic.Anthropic(api_key="sk-ant-test-not-a-key", http_client=http, max_retries=0)
             with sdk.messages.stream(**_split(sdk.messages.create, body)) as events:
-                assert any(e.type == "content_block_start" for e in events)
+                kinds = [e.type for e in events]  # read to the end: llmfix learns the call on its way through
+            assert "content_block_stop" in kinds and kinds[-1] == "message_stop"
         else:
             sdk = openai.OpenAI(api_key="sk-test-not-a-key", http_client=http, max_retries=0)
-            assert any(e.type == "response.completed"
-                       for e in sdk.responses.create(**_split(sdk.responses.create, body), stream=True))
+            kinds = [e.type for e in sdk.responses.create(**_split(sdk.responses.create, body), stream=True)]
+            assert kinds[-1] == "response.completed"
 
 
 def strings(value: Any, key: str = "content") -> list[str]:
