@@ -17,10 +17,16 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from llmfix.body.conversation import loads, parse
+from llmfix.profiles import ProfileTable
+from llmfix.repairs import pair_tool_calls
+from llmfix.repairs.base import Context
+from llmfix.route import Dialect
+from llmfix.wire import toolpairs
 from tests.property import promises
 from tests.property.breakage import broken_conversation
 from tests.property.budget import BUDGET
-from tests.property.strategies import HOSTS, PATHS, Conversation
+from tests.property.strategies import CONVERSATIONS, HOSTS, PATHS, Conversation
 from tests.property.test_promises import MEMORY_MODES, llmfix, send
 
 NOT_RECORDED = "No result was recorded for tool call"
@@ -85,3 +91,22 @@ def test_broken_histories_are_repaired_turn_after_turn(dialect: str, host: str, 
             if previous is not None:
                 promises.is_prefix(previous, items)
             previous = items
+
+
+@pytest.mark.parametrize("dialect", ["chat", "responses"])
+@BUDGET
+@given(data=st.data())
+def test_the_fast_path_never_skips_a_change(dialect: str, data: st.DataObject) -> None:
+    """``surely_paired`` says "nothing to pair" only where the full passes indeed change nothing."""
+    host = data.draw(st.sampled_from(list(HOSTS)), label="host")
+    strategy = st.one_of(broken_conversation(dialect, host), CONVERSATIONS[dialect](host))
+    conv = data.draw(strategy, label="conversation")
+    d = Dialect(dialect)
+    parsed = parse(d, loads(conv.raw()))
+    assert parsed is not None
+    items = parsed.items
+    ctx = Context(d, ProfileTable().resolve(conv.host.name, 443, conv.model).profile, conv.model, None)
+    fast = toolpairs.surely_paired(d, items)
+    event(f"surely paired: {fast}")
+    if fast:
+        assert pair_tool_calls.full(items, ctx)[1] == []

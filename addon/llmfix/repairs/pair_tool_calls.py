@@ -89,21 +89,21 @@ def _lookup(ctx: Context, call_ids: Iterable[str]) -> dict[str, Any]:
 # --- 1. unique ids --------------------------------------------------------------------------------------------
 
 
-def _unique(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+def _unique(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
     """The first declaration of an id keeps it; each later one (and every empty id) gets a fresh id, and so
     does the j-th answer with that id among its own turn's answers, for the j-th such declaration there."""
-    d = ctx.dialect
-    decls = tp.calls(d, items)
+    d, items = ctx.dialect, pairs.items
+    decls = pairs.calls
     counts = Counter(c.call_id for c in decls)
     if all(c.call_id and counts[c.call_id] == 1 for c in decls):
         return items, []
-    taken = {c.call_id for c in decls} | {a.call_id for a in tp.answers(d, items)}
+    taken = {c.call_id for c in decls} | {a.call_id for a in pairs.answers}
     first: set[str] = set()
     seen: Counter[str] = Counter()
     call_ids: dict[tp.Key, str] = {}
     answer_ids: dict[tp.Key, str] = {}
     changes: list[tuple[str, int, str, list[str]]] = []  # (old id, k, new id, locations)
-    for calls, answers in tp.runs(d, items):
+    for calls, answers in pairs.runs():
         finals: dict[str, list[str]] = {}
         where: dict[str, list[str]] = {}
         for c in calls:
@@ -147,26 +147,25 @@ def _server_state(items: list[Any], ctx: Context) -> bool:
         isinstance(m, rs.OtherItem) and m.type == "item_reference" for m in items)
 
 
-def _strays(items: list[Any], ctx: Context) -> list[tp.Answer]:
+def _strays(pairs: tp.Pairs) -> list[tp.Answer]:
     """Answers with no declaration of their own: the id is declared nowhere, or fewer times than answered."""
-    declared = Counter(c.call_id for c in tp.calls(ctx.dialect, items))
+    declared = Counter(c.call_id for c in pairs.calls)
     seen: Counter[str] = Counter()
     out = []
-    for a in tp.answers(ctx.dialect, items):
+    for a in pairs.answers:
         seen[a.call_id] += 1
         if seen[a.call_id] > declared[a.call_id]:
             out.append(a)
     return out
 
 
-def _orphans(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if _server_state(items, ctx):
-        return items, []
-    strays = _strays(items, ctx)
-    if not strays:
+def _orphans(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
+    items = pairs.items
+    strays = _strays(pairs)
+    if not strays or _server_state(items, ctx):
         return items, []
     d = ctx.dialect
-    declared = {c.call_id for c in tp.calls(d, items)}
+    declared = {c.call_id for c in pairs.calls}
     if d is Dialect.CHAT:  # a Chat tool message declared nowhere is untangle-tool-run's, which ran before
         extra = [a for a in strays if a.call_id in declared]
         return _chat_extra(items, extra, ctx) if extra else (items, [])
@@ -305,14 +304,17 @@ def _merge(present: list[Any], pos_of: Any, missing: list[tp.Call], build: Any, 
     return out + [build(c) for c in pending]
 
 
-def _answer(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+def _answer(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
+    items = pairs.items
     if ctx.dialect is Dialect.MESSAGES:
-        return _anthropic_answer(items)
+        return _anthropic_answer(pairs)
     d = ctx.dialect
     inserts: dict[int, list[tp.Call]] = {}  # Responses: after item index → missing calls
     replace: dict[int, tuple[int, list[tp.Call]]] = {}  # Chat: anchor → (run end, missing calls)
-    answered = {a.call_id for a in tp.answers(d, items)}
-    for g in tp.groups(d, items):
+    answered = {a.call_id for a in pairs.answers}
+    if d is Dialect.RESPONSES and all(c.call_id in answered for c in pairs.calls):
+        return items, []  # Responses pairs by call_id: every call answered somewhere, nothing to place
+    for g in pairs.groups:
         have = {a.call_id for a in g.answers}
         missing = [c for c in g.calls if c.call_id not in have]
         if d is Dialect.RESPONSES:
@@ -351,14 +353,14 @@ def _answer(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return out, changes
 
 
-def _anthropic_answer(items: list[Any]) -> tuple[list[Any], list[Change]]:
-    d = Dialect.MESSAGES
+def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
+    d, items = Dialect.MESSAGES, pairs.items
     decl_at: dict[str, list[int]] = {}
-    for c in tp.calls(d, items):
+    for c in pairs.calls:
         decl_at.setdefault(c.call_id, []).append(c.index)
     # where each tool_result belongs: the assistant right before its message, else the first that declares it
     home: dict[tp.Key, int] = {}
-    for a in tp.answers(d, items):
+    for a in pairs.answers:
         at = decl_at.get(a.call_id, [])
         if a.index - 1 in at or not at:
             continue
@@ -374,7 +376,7 @@ def _anthropic_answer(items: list[Any]) -> tuple[list[Any], list[Change]]:
         lost.setdefault(j, set()).add(k)
     new_at: dict[int, Any] = {}  # message index → its new message (None: dropped)
     added_after: dict[int, Any] = {}
-    for g in tp.groups(d, items):
+    for g in pairs.groups:
         a = g.anchor
         nxt = items[a + 1] if a + 1 < len(items) else None
         is_user = isinstance(nxt, an.Message) and nxt.role == "user"
@@ -431,11 +433,21 @@ def _anthropic_answer(items: list[Any]) -> tuple[list[Any], list[Change]]:
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    if tp.surely_paired(ctx.dialect, items):
+        return items, []
+    return full(items, ctx)
+
+
+def full(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    """The three passes, without the fast path (tests check the fast path never skips a change)."""
     changes: list[Change] = []
+    pairs = tp.Pairs(ctx.dialect, items)
     for step in (_unique, _orphans, _answer):
-        items, more = step(items, ctx)
+        out, more = step(pairs, ctx)
         changes += more
-    return items, changes
+        if out is not pairs.items:
+            pairs = tp.Pairs(ctx.dialect, out)
+    return pairs.items, changes
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:

@@ -69,6 +69,37 @@ class Group:
     end: int  # index after which a missing answer goes (Chat: last tool message of the run; Responses: run end)
 
 
+class Pairs:
+    """The calls, answers and groups of one item list, each computed once, when first asked for."""
+
+    def __init__(self, dialect: Dialect, items: list[Any]) -> None:
+        self.dialect, self.items = dialect, items
+        self._calls: list[Call] | None = None
+        self._answers: list[Answer] | None = None
+        self._groups: list[Group] | None = None
+
+    @property
+    def calls(self) -> list[Call]:
+        if self._calls is None:
+            self._calls = calls(self.dialect, self.items)
+        return self._calls
+
+    @property
+    def answers(self) -> list[Answer]:
+        if self._answers is None:
+            self._answers = answers(self.dialect, self.items)
+        return self._answers
+
+    @property
+    def groups(self) -> list[Group]:
+        if self._groups is None:
+            self._groups = groups(self.dialect, self.items, self.calls, self.answers)
+        return self._groups
+
+    def runs(self) -> list[tuple[list[Call], list[Answer]]]:
+        return runs(self.dialect, self.items, self.calls, self.answers)
+
+
 def _is_assistant_chat(m: Any) -> bool:
     return isinstance(m, ch.Message) and m.role == "assistant" and bool(m.tool_calls)
 
@@ -108,43 +139,51 @@ def answers(dialect: Dialect, items: list[Any]) -> list[Answer]:
     return out
 
 
-def groups(dialect: Dialect, items: list[Any]) -> list[Group]:
-    """Each group of calls with the answers that count for it (see the module docstring)."""
-    every = calls(dialect, items)
-    results = answers(dialect, items)
+def groups(dialect: Dialect, items: list[Any], every: list[Call] | None = None,
+           results: list[Answer] | None = None) -> list[Group]:
+    """Each group of calls with the answers that count for it (see the module docstring). One pass each way;
+    ``every`` / ``results``: :func:`calls` / :func:`answers` of ``items`` when the caller has them."""
+    every = calls(dialect, items) if every is None else every
+    results = answers(dialect, items) if results is None else results
+    at: dict[int, list[Answer]] = {}
+    by_id: dict[str, list[Answer]] = {}
+    for a in results:
+        at.setdefault(a.index, []).append(a)
+        by_id.setdefault(a.call_id, []).append(a)
     by_index: dict[int, list[Call]] = {}
     for c in every:
         by_index.setdefault(c.index, []).append(c)
     out: list[Group] = []
     for anchor, cs in by_index.items():
+        ids = {c.call_id for c in cs}
         if dialect is Dialect.CHAT:
             end = anchor
             while end + 1 < len(items) and _is_tool_chat(items[end + 1]):
                 end += 1
-            zone = [a for a in results if anchor < a.index <= end]
+            zone = [a for i in range(anchor + 1, end + 1) for a in at.get(i, ())]
         elif dialect is Dialect.RESPONSES:
             end = anchor
             while end + 1 < len(items) and isinstance(items[end + 1], rs.TOOL_CALLS):
                 end += 1
             while end + 1 < len(items) and isinstance(items[end + 1], rs.ToolOutput):
                 end += 1
-            zone = [a for a in results if a.index > anchor]
+            zone = sorted((a for i in ids for a in by_id.get(i, ()) if a.index > anchor), key=lambda a: a.index)
         else:
             end = anchor + 1
-            zone = [a for a in results if a.index == anchor + 1]
-        ids = {c.call_id for c in cs}
+            zone = list(at.get(anchor + 1, ()))
         out.append(Group(anchor, tuple(cs), tuple(a for a in zone if a.call_id in ids), end))
     return out
 
 
-def runs(dialect: Dialect, items: list[Any]) -> list[tuple[list[Call], list[Answer]]]:
+def runs(dialect: Dialect, items: list[Any], every: list[Call] | None = None,
+         results: list[Answer] | None = None) -> list[tuple[list[Call], list[Answer]]]:
     """Each turn's calls with the answers sitting where that turn's answers belong, in order.
 
     Chat: an assistant message's calls and its run of tool messages; Anthropic: an assistant message's
     tool_use blocks and the tool_result blocks of the message right after it; Responses: a block of
     consecutive call items and the block of consecutive outputs right after it."""
-    every = calls(dialect, items)
-    results = answers(dialect, items)
+    every = calls(dialect, items) if every is None else every
+    results = answers(dialect, items) if results is None else results
     out: list[tuple[list[Call], list[Answer]]] = []
     if dialect is Dialect.RESPONSES:
         i = 0
@@ -160,11 +199,54 @@ def runs(dialect: Dialect, items: list[Any]) -> list[tuple[list[Call], list[Answ
                 i += 1
             out.append(([c for c in every if start <= c.index < mid], [a for a in results if mid <= a.index < i]))
         return out
-    for g in groups(dialect, items):
-        zone = [a for a in results if (g.anchor < a.index <= g.end if dialect is Dialect.CHAT
-                                       else a.index == g.anchor + 1)]
-        out.append((list(g.calls), zone))
+    at: dict[int, list[Answer]] = {}
+    for a in results:
+        at.setdefault(a.index, []).append(a)
+    for g in groups(dialect, items, every, results):
+        last = g.end if dialect is Dialect.CHAT else g.anchor + 1
+        out.append((list(g.calls), [a for i in range(g.anchor + 1, last + 1) for a in at.get(i, ())]))
     return out
+
+
+def surely_paired(dialect: Dialect, items: list[Any]) -> bool:
+    """True when one cheap pass shows nothing to pair: every id non-empty and declared once, answered at most
+    once, and (Chat) every call answered in its run, (Responses) every call answered and every answer
+    declared. False means "look closer" (the full view decides). Not for Anthropic (its rules are positional).
+
+    The common case — a valid agent history of hundreds of items — costs one isinstance pass, not the view."""
+    declared: set[str] = set()
+    answered: set[str] = set()
+    if dialect is Dialect.RESPONSES:
+        for m in items:
+            if isinstance(m, rs.ToolOutput):
+                if not m.call_id or m.call_id in answered:
+                    return False
+                answered.add(m.call_id)
+            elif isinstance(m, rs.TOOL_CALLS):
+                if not m.call_id or m.call_id in declared:
+                    return False
+                declared.add(m.call_id)
+        return answered == declared
+    if dialect is not Dialect.CHAT:
+        return False
+    n = len(items)
+    for i, m in enumerate(items):
+        if not isinstance(m, ch.Message):
+            continue
+        if m.role == "tool" and m.tool_call_id is not None:
+            if m.tool_call_id in answered:
+                return False
+            answered.add(m.tool_call_id)
+        elif m.role == "assistant" and m.tool_calls:
+            j, zone = i + 1, set()
+            while j < n and _is_tool_chat(items[j]):
+                zone.add(items[j].tool_call_id)
+                j += 1
+            for tc in m.tool_calls:
+                if not tc.id or tc.id in declared or tc.id not in zone:
+                    return False
+                declared.add(tc.id)
+    return True
 
 
 # --- ids ---------------------------------------------------------------------------------------------------
