@@ -414,7 +414,7 @@ def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
             notes.append("tool_result blocks moved before the other content")
         where = f"messages[{a + 1}]" if is_user else f"messages[{a}]+1 (new user message)"
         changes.append(Change(NAME, where, "; ".join(notes) or "tool_result blocks regrouped",
-                              nxt.to_wire() if is_user else None, content and [b.to_wire() for b in content]))
+                              nxt.to_wire() if is_user else None, [b.to_wire() for b in content]))
     for j, ks in lost.items():
         if j in new_at:
             continue

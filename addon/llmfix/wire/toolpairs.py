@@ -266,15 +266,17 @@ def _b62(data: bytes) -> str:
 def fresh_id(old: str, k: int, taken: set[str], dialect: Dialect) -> str:
     """A new id for the ``k``-th use of ``old``, unused in ``taken``, deterministic, in ``old``'s format.
 
-    Same length, and only ``old``'s last (up to 4) characters replaced by letters and digits: 9
-    alphanumerics (Mistral's format) stay 9 alphanumerics; length limits (OpenAI: 40, Responses: 64)
-    keep holding. An empty id becomes ``call_…`` (``toolu_…`` for Anthropic)."""
+    Same length, and only the last (up to 4) letters and digits of ``old``'s final alphanumeric run
+    replaced by others: 9 alphanumerics (Mistral's format) stay 9 alphanumerics, prefixes such as
+    ``toolu_`` / ``call_`` stay, length limits (OpenAI: 40, Responses: 64) keep holding. Should that run
+    be too short to find a free id, ``_`` and 6 characters are appended. An empty id becomes ``call_…``
+    (``toolu_…`` for Anthropic)."""
     for attempt in range(64):
         digest = _b62(hashlib.sha256(f"{old}\0{k}\0{attempt}".encode()).digest())
         if not old:
             new = ("toolu_" if dialect is Dialect.MESSAGES else "call_") + digest[:24]
-        elif attempt < 48:
-            cut = min(len(old), 4)
+        elif attempt < 48 and (run := len(old) - len(old.rstrip(_B62))):
+            cut = min(run, 4)
             new = old[: len(old) - cut] + digest[:cut]
         else:
             new = f"{old}_{digest[:6]}"

@@ -345,3 +345,44 @@ def test_valid_captures_pass_byte_identical(dialect: Dialect, name: str, valid: 
     memory = memory_of(ToolCall(CODEX_CALL, "view_image", "{}", "responses"),
                        ToolCall(CC_CALL, "Read", "{}", "messages"))
     assert run(dialect, fixture_bytes(name), memory=memory).status == "untouched"
+
+
+def test_history_cut_before_the_call_keeps_the_result_as_text_even_with_memory() -> None:
+    sent = cc_turn2()
+    sent["messages"] = sent["messages"][3:]  # compaction kept only the user message with the tool_result
+    memory = memory_of(ToolCall(CC_CALL, "Read", "{}", "messages"))  # nothing before it could declare it
+    got, _ = repaired(Dialect.MESSAGES, sent, memory=memory)
+    assert [b["type"] for b in got["messages"][0]["content"]] == ["text", "image"]
+    assert CC_CALL in got["messages"][0]["content"][0]["text"]
+
+
+def test_conversation_state_on_the_server_leaves_orphan_outputs_alone() -> None:
+    sent = codex_turn2()
+    del sent["input"][next(i for i, it in enumerate(sent["input"]) if it.get("type") == "function_call")]
+    sent["conversation"] = "conv_mock_1"
+    assert run(Dialect.RESPONSES, json.dumps(sent).encode()).status == "untouched"
+
+
+@pytest.mark.parametrize(("old", "pattern"), [
+    ("callmock0", r"[A-Za-z0-9]{9}"),
+    ("call_mock_13_0", r"call_mock_13_[A-Za-z0-9]"),
+    ("toolu_01", r"toolu_[A-Za-z0-9]{2}"),
+    ("", r"call_[A-Za-z0-9]{24}"),
+])
+def test_fresh_ids_keep_the_format_and_are_deterministic(old: str, pattern: str) -> None:
+    from llmfix.wire.toolpairs import fresh_id
+
+    taken = {old}
+    new = fresh_id(old, 1, taken, Dialect.CHAT)
+    assert re.fullmatch(pattern, new) and new != old and len(new) == (len(old) or len(new))
+    assert fresh_id(old, 1, {old}, Dialect.CHAT) == new  # the same on every turn
+    assert fresh_id(old, 1, {old, new}, Dialect.CHAT) != new  # never one already in the request
+    assert fresh_id("", 0, set(), Dialect.MESSAGES).startswith("toolu_")
+
+
+def test_change_lines_name_the_call_ids() -> None:
+    sent = fixture_json("pi-ai/xai_responses_parallel_tools.json")
+    del sent["input"][4:6]
+    _, out = repaired(Dialect.RESPONSES, sent)
+    assert any("call_mock_13_0" in line and "call_mock_13_1" in line for line in out.lines)
+    assert all("iVBOR" not in line for line in out.lines)
