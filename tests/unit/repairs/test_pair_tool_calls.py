@@ -386,3 +386,12 @@ def test_change_lines_name_the_call_ids() -> None:
     _, out = repaired(Dialect.RESPONSES, sent)
     assert any("call_mock_13_0" in line and "call_mock_13_1" in line for line in out.lines)
     assert all("iVBOR" not in line for line in out.lines)
+
+
+def test_a_system_message_between_tool_use_and_its_result_moves_the_result_not_invents_one() -> None:
+    sent = cc_turn2()
+    sent["messages"].insert(3, {"role": "system", "content": "<system-reminder>files changed</system-reminder>"})
+    got, _ = repaired(Dialect.MESSAGES, sent)
+    assert [m["role"] for m in got["messages"][2:]] == ["assistant", "user", "system"]
+    assert got["messages"][3]["content"] == sent["messages"][4]["content"]  # the real result, no placeholder
+    assert NOT_RECORDED not in json.dumps(got)
