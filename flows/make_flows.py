@@ -70,6 +70,34 @@ def chat_answer(model: str, text: str) -> bytes:
     ])
 
 
+def messages_answer(model: str, text: str) -> bytes:
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
+           "stop_reason": None, "usage": {"input_tokens": 900, "output_tokens": 1}}
+    return _sse([
+        ("message_start", {"type": "message_start", "message": msg}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": text}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                           "usage": {"output_tokens": 9}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def interrupted(name: str) -> bytes:
+    """A capture with its last tool result removed and a new user prompt after it: Esc during the tool (B6)."""
+    body = json.loads((FIXTURES / name).read_bytes())
+    if "input" in body:  # Codex: the function_call_output never written
+        body["input"] = [it for it in body["input"] if it.get("type") != "function_call_output"]
+        body["input"].append({"type": "message", "role": "user",
+                              "content": [{"type": "input_text", "text": "Never mind. What now?"}]})
+    else:  # Claude Code: the user message carrying the tool_result replaced by the next prompt
+        body["messages"][-1] = {"role": "user", "content": [{"type": "text", "text": "Never mind. What now?"}]}
+    return json.dumps(body, indent=2, ensure_ascii=False).encode()
+
+
 def client_flow(name: str, url: str, body: bytes, headers: dict[str, str]) -> http.HTTPFlow:
     """A flow as a live proxy has it when llmfix's request hook runs; ``body`` as on the wire."""
     ids = (str(uuid.uuid5(uuid.NAMESPACE_URL, f"llmfix-flows/{name}/{part}")) for part in ("flow", "client", "server"))
@@ -123,6 +151,22 @@ def flows() -> dict[str, tuple[http.HTTPFlow, bytes]]:
         "droid-two-images-turn2-untangle": (
             client_flow("droid", chat_url, droid, headers_for("api.deepseek.com")),
             chat_answer("mock-model", "Both images are small squares.")),
+        # B6: Codex interrupted during view_image (output removed): pair-tool-calls adds an output saying so
+        "codex-responses-interrupted-pair-tool-calls": (
+            client_flow("codex-interrupted", openai_url, interrupted("codex/turn2_request.json"),
+                        headers_for("api.openai.com")),
+            responses_answer("gpt-5.5", "The view_image call was interrupted; running it again.")),
+        # B6: Claude Code, Esc during Read: an is_error tool_result first in the next user message
+        "claude-code-messages-interrupted-pair-tool-calls": (
+            client_flow("claude-code-interrupted", "https://api.anthropic.com/v1/messages",
+                        interrupted("claude-code/single_png__turn2.json"), headers_for("api.anthropic.com")),
+            messages_answer("claude-sonnet-4-5", "The Read was interrupted.")),
+        # B8: opencode with a Mistral model id cut both parallel ids to callmock0: made unique, 9 alphanumerics
+        "opencode-mistral-chat-duplicate-ids-pair-tool-calls": (
+            client_flow("opencode-mistral", "https://api.mistral.ai/v1/chat/completions",
+                        (FIXTURES / "opencode" / "chat__mistral-medium-latest__two_png__turn2.json").read_bytes(),
+                        headers_for("api.mistral.ai")),
+            chat_answer("mistral-medium-latest", "Two small squares.")),
         # valid for OpenAI: must pass byte-identical
         "codex-turn2-openai-untouched": (
             client_flow("codex", openai_url, codex, headers_for("api.openai.com")),

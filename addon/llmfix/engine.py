@@ -136,7 +136,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
                                                                   learned)
     if resolved is not host_only:
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
-    extras = {"media_window": settings.window, "flow_id": req.flow_id}
+    server_state = bool(conv.body.get("previous_response_id") or conv.body.get("conversation"))
+    extras = {"media_window": settings.window, "flow_id": req.flow_id, "server_state": server_state}
     ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
     items, changes = pipeline.run(conv.items, ctx, todo)
     if observe:

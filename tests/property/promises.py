@@ -159,8 +159,9 @@ def _result_index(dialect: str, items: list[Any], call_id: str) -> int:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
-        if dialect == "chat" and (item.get("tool_call_id") == call_id or (
-                item.get("role") == "user" and any(f"tool call {call_id};" in s for s in strings(item)))):
+        if item.get("role") == "user" and any(f"tool call {call_id};" in s for s in strings(item)):
+            return i  # an orphan kept as a user message (untangle-tool-run, pair-tool-calls), any dialect
+        if dialect == "chat" and item.get("tool_call_id") == call_id:
             return i
         if dialect == "responses" and item.get("call_id") == call_id and "output" in item:
             return i
@@ -184,7 +185,7 @@ def media_in_place(dialect: str, sent_items: list[Any], got_items: list[Any]) ->
     for _, owner, part in sent:
         if part not in once:
             continue
-        floor = _result_index(dialect, got_items, owner) if owner is not None else -1
+        floor = _result_index(dialect, got_items, owner) if owner else -1  # "": an empty id, renamed
         match = next((n for n, (i, _, p) in enumerate(got) if n not in used and p == part and i >= floor), None)
         if match is None:  # dropped (nothing_lost checks the record and the placeholder), or moved too early
             early = [i for n, (i, _, p) in enumerate(got) if n not in used and p == part]

@@ -17,9 +17,11 @@ Only shapes llmfix claims to repair, or valid ones, are generated (per upstream,
 - Messages: tool_use/tool_result with text, image and document blocks, thinking blocks (valid; llmfix
   must leave them byte-identical).
 
-Never generated, because llmfix does not claim to repair them: a declared call without a result,
-images outside tool results for an upstream that takes none (DeepSeek), ``custom_tool_call_output``
-or a ``file_id``-only image outside tool outputs for xAI.
+Never generated here (broken tool histories — calls without results, orphans, duplicate ids,
+text before Anthropic results — are made from these by :mod:`tests.property.breakage`), and never
+generated at all because llmfix does not claim to repair them: images outside tool results for an
+upstream that takes none (DeepSeek), ``custom_tool_call_output`` or a ``file_id``-only image outside
+tool outputs for xAI.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.upstreams.access import as_dict, as_list, type_of
 from tests.upstreams.errors import Rejection, column_after, deepseek_error, openai_error
+from tests.upstreams.pairing_rules import chat_duplicate_result
 
 OrphanError = Callable[[int], Rejection]
 MissingError = Callable[[int, list[Any]], Rejection]
@@ -31,7 +32,7 @@ def check_openai(body: dict[str, Any]) -> Rejection | None:
     """OpenAI: media outside user messages, non-text tool parts, then pairing."""
     messages = as_list(body.get("messages"))
     return _check_content(messages, tool_only=False) or _check_pairing(
-        messages, _openai_orphan, _openai_missing
+        messages, _openai_orphan, _openai_missing, chat_duplicate_result
     )
 
 
@@ -39,7 +40,7 @@ def check_xai(body: dict[str, Any]) -> Rejection | None:
     """xAI: images in tool messages (rejected like OpenAI), then OpenAI's pairing rules."""
     messages = as_list(body.get("messages"))
     return _check_content(messages, tool_only=True) or _check_pairing(
-        messages, _openai_orphan, _openai_missing
+        messages, _openai_orphan, _openai_missing, chat_duplicate_result
     )
 
 
@@ -98,8 +99,9 @@ def _check_deserialize(body: dict[str, Any], messages: list[Any]) -> Rejection |
     return None
 
 
-def _check_pairing(messages: list[Any], orphan: OrphanError, missing: MissingError) -> Rejection | None:
-    return _find_orphan(messages, orphan) or _find_missing(messages, missing)
+def _check_pairing(messages: list[Any], orphan: OrphanError, missing: MissingError,
+                   duplicate: Callable[[list[Any]], Rejection | None] | None = None) -> Rejection | None:
+    return _find_orphan(messages, orphan) or (duplicate and duplicate(messages)) or _find_missing(messages, missing)
 
 
 def _declared_ids(message: Any) -> list[Any]:

@@ -13,11 +13,15 @@ from typing import Any
 
 from tests.upstreams.access import as_dict, as_list, type_of
 from tests.upstreams.errors import Rejection, anthropic_error
+from tests.upstreams.pairing_rules import anthropic_unique_ids
 
 
 def check(body: dict[str, Any]) -> Rejection | None:
     """Anthropic's pairing and ordering rules, first violation in message order."""
     messages = as_list(body.get("messages"))
+    rejection = anthropic_unique_ids(messages)
+    if rejection:
+        return rejection
     for index, message in enumerate(messages):
         role = as_dict(message).get("role")
         if role == "assistant":

@@ -12,6 +12,7 @@ from typing import Any
 
 from tests.upstreams.access import as_dict, as_list, type_of, walk_objects
 from tests.upstreams.errors import XAI_DESERIALIZE, Rejection, column_after, openai_error, xai_error
+from tests.upstreams.pairing_rules import responses_call_ids
 
 CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
 OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -52,6 +53,9 @@ def check_openai(body: dict[str, Any]) -> Rejection | None:
             rejection = _check_output_item(index, as_dict(item))
             if rejection:
                 return rejection
+    rejection = responses_call_ids(items)
+    if rejection:
+        return rejection
     if body.get("previous_response_id") or body.get("conversation"):
         return None  # the calls live on the server: pairing cannot be checked here
     return _check_pairing(items)

@@ -1,11 +1,15 @@
 """The repairs, in the order they run, and the pipeline that runs them.
 
 Order matters: system messages an upstream does not take are folded into user messages first, so every
-later repair sees only user and assistant turns; media a gateway dropped, or a client turned into text,
-are restored next, so that the other repairs see the request as the client meant it; untangling a tool
-run comes before media are hoisted out of it, so the hoisted user message lands after the whole,
-untangled run (DESIGN §6); media a text-only model cannot take are then omitted everywhere else; text
-arrays are flattened last.
+later repair sees only user and assistant turns (and a system message between a tool_use and its results
+no longer splits them); media a gateway dropped, or a client turned into text, are restored next, so that
+the other repairs see the request as the client meant it (restore pairs results by call id, so it must see
+the ids as the client sent them); untangle-tool-run then rebuilds Droid's broken Chat runs and settles Chat
+orphans; pair-tool-calls comes next, on untangled runs: it makes ids unique, settles Responses/Anthropic
+orphans and answers every unanswered call, so that a run is complete before media are hoisted out of it
+and the hoisted user message lands after the whole run, placeholders included (DESIGN §6); media a
+text-only model cannot take are then omitted everywhere else; text arrays are flattened last
+(pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from llmfix.repairs import (
     fold_system_messages,
     hoist_tool_media,
     omit_unsupported_media,
+    pair_tool_calls,
     restore_text_media,
     restore_tool_media,
     untangle_tool_run,
@@ -30,6 +35,7 @@ PIPELINE: tuple[Repair, ...] = (
     restore_tool_media.REPAIR,
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
+    pair_tool_calls.REPAIR,
     hoist_tool_media.REPAIR,
     omit_unsupported_media.REPAIR,
     flatten_tool_text.REPAIR,

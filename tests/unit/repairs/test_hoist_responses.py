@@ -129,10 +129,11 @@ def test_string_outputs_in_the_run_are_left_alone() -> None:
 
 
 def test_custom_tool_call_outputs_are_hoisted_too() -> None:
-    body = {"model": "grok-4.3", "input": [output("p", [{"type": "input_text", "text": "done"}, img(PNG_A)],
-                                                  kind="custom_tool_call_output")]}
+    patch = {"type": "custom_tool_call", "call_id": "p", "name": "apply_patch", "input": "*** Begin Patch"}
+    body = {"model": "grok-4.3", "input": [patch, output("p", [{"type": "input_text", "text": "done"}, img(PNG_A)],
+                                                         kind="custom_tool_call_output")]}
     got = out_body(run(body))["input"]
-    assert got[0]["output"] == "done" and images_in(got[1]) == [PNG_A]
+    assert got[1]["output"] == "done" and images_in(got[2]) == [PNG_A]
 
 
 def test_text_only_model_gets_a_visible_placeholder_and_the_log_records_the_drop() -> None:

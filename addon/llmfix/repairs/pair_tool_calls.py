@@ -1,0 +1,464 @@
+"""pair-tool-calls: every tool call answered once, every answer declared, ids unique — in all three dialects.
+
+Bug B6 — every agent after an interrupted tool call, a crash, a resume or a compaction: the history
+holds a call without its result or a result without its call, the strict upstream answers 400, and the
+client replays the same history on every later turn. Claude Code (anthropics/claude-code #473, #1894,
+#3639: ``messages.N: `tool_use` ids were found without `tool_result` blocks immediately after …``, and
+``unexpected `tool_use_id` found in `tool_result` blocks`` after compaction), Codex (openai/codex: Esc
+during a tool call, then ``No tool output found for function call …`` on every command), Responses
+clients (``No tool call found for function call output with call_id …``), OpenAI-compatible Chat
+upstreams (``An assistant message with 'tool_calls' must be followed by tool messages responding to each
+'tool_call_id'…``, qwen-code #199), opencode #5750 / #10616, goose #2951, copilot-cli #3183, pi #4189.
+Bug B8 — opencode with Mistral-like model ids cuts tool-call ids to 9 alphanumerics, so two parallel
+calls are both ``callmock0`` (capture ``opencode/chat__mistral-medium-latest__two_png__turn2.json``);
+OpenAI answers ``Invalid parameter: Duplicate value for 'tool_call_id' …`` (agno-agi/agno #5116), and
+empty Responses ``call_id``s are rejected likewise. Texts: reference/session-killers.md §1.
+
+Written once over the dialect-neutral view of :mod:`llmfix.wire.toolpairs`, in three passes:
+
+1. **Unique ids.** The k-th declaration of an id belongs to the k-th result with it, counted within the
+   turn (the assistant message and its results; a Responses block of calls and the outputs after it);
+   every declaration after the first (and every empty id) gets a new id in the same format — same
+   length, letters and digits where it had them, so 9 alphanumerics stay 9 alphanumerics — and so
+   does its result.
+2. **Results nobody declared** (Responses and Anthropic; Chat orphans are untangle-tool-run's, which runs
+   before): the declaration comes back from memory (the streamed answer or an earlier request that
+   issued the call, with its name and arguments) right before the result (Responses) or in the
+   assistant message right before it (Anthropic); with no memory of it, the result's content is kept in
+   a user message (Anthropic: text blocks in its own user message) that names the call id. A result
+   beyond the number of declarations of its id (Chat included) is handled the same way. Not checked
+   when the calls may live on the server: a Responses request with ``previous_response_id`` or
+   ``conversation``, or holding ``item_reference`` items.
+3. **Answers where the dialect wants them.** A declared call with no result gets one that says plainly
+   that no result was recorded — never a fake success — placed in call order: Chat, a ``role:"tool"``
+   message in the run right after the declaring assistant message; Responses, an output after the run
+   of call/output items the call belongs to; Anthropic, an ``is_error: true`` ``tool_result`` among the
+   results at the start of the NEXT user message (a new user message if there is none). Anthropic also:
+   ``tool_result`` blocks first in their user message, text after, and all results of one assistant turn
+   in the single next user message.
+
+Valid histories, server-side tool blocks and ``item_reference`` items are left as they are, byte for
+byte. Deterministic, idempotent and prefix-stable: a result placed for turn N is placed the same way on
+every later turn, so provider prompt caches keep hitting.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from llmfix.profiles import Profile
+from llmfix.repairs import placeholders
+from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.media_triage import kind, triage
+from llmfix.repairs.untangle_tool_run import orphan_label
+from llmfix.report.changes import Change
+from llmfix.route import Dialect
+from llmfix.wire import anthropic as an
+from llmfix.wire import chat as ch
+from llmfix.wire import responses as rs
+from llmfix.wire import toolpairs as tp
+from llmfix.wire.base import evolve
+
+NAME = "pair-tool-calls"
+_ORDINAL = {1: "2nd", 2: "3rd"}
+
+
+def missing_text(call: tp.Call) -> str:
+    name = f" ({call.name})" if call.name else ""
+    return (f"[No result was recorded for tool call {call.call_id}{name}: the run was interrupted or the result "
+            "was lost before it reached this conversation, so whether the call ran and what it returned is "
+            "unknown. Call the tool again if its result is needed.]")
+
+
+def _where(dialect: Dialect, index: int, sub: int | None, call: bool) -> str:
+    key = "input" if dialect is Dialect.RESPONSES else "messages"
+    if sub is None:
+        return f"{key}[{index}]"
+    return f"{key}[{index}].{'tool_calls' if dialect is Dialect.CHAT else 'content'}[{sub}]"
+
+
+def _lookup(ctx: Context, call_ids: Iterable[str]) -> dict[str, Any]:
+    wanted = [c for c in dict.fromkeys(call_ids) if c]
+    if not wanted or ctx.memory is None:
+        return {}
+    return dict(ctx.memory.lookup(wanted))
+
+
+# --- 1. unique ids --------------------------------------------------------------------------------------------
+
+
+def _unique(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
+    """The first declaration of an id keeps it; each later one (and every empty id) gets a fresh id, and so
+    does the j-th answer with that id among its own turn's answers, for the j-th such declaration there."""
+    d, items = ctx.dialect, pairs.items
+    decls = pairs.calls
+    counts = Counter(c.call_id for c in decls)
+    if all(c.call_id and counts[c.call_id] == 1 for c in decls):
+        return items, []
+    taken = {c.call_id for c in decls} | {a.call_id for a in pairs.answers}
+    first: set[str] = set()
+    seen: Counter[str] = Counter()
+    call_ids: dict[tp.Key, str] = {}
+    answer_ids: dict[tp.Key, str] = {}
+    changes: list[tuple[str, int, str, list[str]]] = []  # (old id, k, new id, locations)
+    for calls, answers in pairs.runs():
+        finals: dict[str, list[str]] = {}
+        where: dict[str, list[str]] = {}
+        for c in calls:
+            k = seen[c.call_id]
+            seen[c.call_id] += 1
+            if c.call_id and c.call_id not in first:
+                first.add(c.call_id)
+                finals.setdefault(c.call_id, []).append(c.call_id)
+                continue
+            new = tp.fresh_id(c.call_id, k, taken, d)
+            taken.add(new)
+            call_ids[c.key] = new
+            finals.setdefault(c.call_id, []).append(new)
+            where[new] = [_where(d, c.index, c.sub, True)]
+            changes.append((c.call_id, k, new, where[new]))
+        nth: Counter[str] = Counter()
+        for a in answers:
+            j = nth[a.call_id]
+            nth[a.call_id] += 1
+            new_ids = finals.get(a.call_id, [])
+            if j < len(new_ids) and new_ids[j] != a.call_id:
+                answer_ids[a.key] = new_ids[j]
+                where[new_ids[j]].append(_where(d, a.index, a.sub, False))
+    out = tp.rename(d, items, call_ids, answer_ids)
+    records = []
+    for old, k, new, locations in changes:
+        what = "empty call id" if not old else f"duplicate call id {old}"
+        nth_decl = "" if not old else f"{_ORDINAL.get(k, f'{k + 1}th')} declaration "
+        has = "and its result " if len(locations) > 1 else "(no result with that id in its turn) "
+        records.append(Change(NAME, ", ".join(locations), f"{what}: {nth_decl}{has}renamed to {new}", old, new))
+    return out, records
+
+
+# --- 2. results nobody declared ----------------------------------------------------------------------------------
+
+
+def _server_state(items: list[Any], ctx: Context) -> bool:
+    if ctx.dialect is not Dialect.RESPONSES:
+        return False
+    return bool(ctx.extras.get("server_state")) or any(
+        isinstance(m, rs.OtherItem) and m.type == "item_reference" for m in items)
+
+
+def _strays(pairs: tp.Pairs) -> list[tp.Answer]:
+    """Answers with no declaration of their own: the id is declared nowhere, or fewer times than answered."""
+    declared = Counter(c.call_id for c in pairs.calls)
+    seen: Counter[str] = Counter()
+    out = []
+    for a in pairs.answers:
+        seen[a.call_id] += 1
+        if seen[a.call_id] > declared[a.call_id]:
+            out.append(a)
+    return out
+
+
+def _orphans(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
+    items = pairs.items
+    strays = _strays(pairs)
+    if not strays or _server_state(items, ctx):
+        return items, []
+    d = ctx.dialect
+    declared = {c.call_id for c in pairs.calls}
+    if d is Dialect.CHAT:  # a Chat tool message declared nowhere is untangle-tool-run's, which ran before
+        extra = [a for a in strays if a.call_id in declared]
+        return _chat_extra(items, extra, ctx) if extra else (items, [])
+    known = _lookup(ctx, (a.call_id for a in strays if a.call_id not in declared))
+    if d is Dialect.RESPONSES:
+        return _responses_orphans(items, strays, known, ctx)
+    return _anthropic_orphans(items, strays, known)
+
+
+def _gated(parts: list[Any], ctx: Context, call_id: str | None, text: Any) -> tuple[list[Any], tuple[str, ...]]:
+    """``parts`` for a user message: media the model cannot take become a placeholder (hoist's triage); the drops."""
+    media = [p for p in parts if isinstance(p, (*ch.MEDIA_PARTS, *rs.MEDIA_PARTS))]
+    _, lost = triage(media, ctx, call_id)
+    if not lost:
+        return parts, ()
+    lost_ids = {id(p) for p, _ in lost}
+    notes = [placeholders.omitted([kind(p) for p, r in lost if r == reason], reason)
+             for reason in dict.fromkeys(r for _, r in lost)]
+    kept = [p for p in parts if id(p) not in lost_ids] + [text(n) for n in notes]
+    return kept, tuple(f"{p.media()} from {call_id}: {r}" for p, r in lost)
+
+
+def _chat_extra(items: list[Any], extra: list[tp.Answer], ctx: Context) -> tuple[list[Any], list[Change]]:
+    """Chat tool messages beyond the declarations of their id: user messages after their run, naming the call."""
+    at = {a.index for a in extra}
+    out: list[Any] = []
+    held: list[Any] = []
+    changes = []
+    for i, m in enumerate(items):
+        if i in at:
+            label = f"[Another result of tool call {m.tool_call_id}, which already has one]"
+            dropped: tuple[str, ...] = ()
+            if isinstance(m.content, list):
+                parts, dropped = _gated(list(m.content), ctx, m.tool_call_id,
+                                        lambda t: ch.TextPart(type="text", text=t))
+                user = ch.Message(role="user", content=[ch.TextPart(type="text", text=label), *parts])
+            else:
+                user = ch.Message(role="user", content=f"{label}\n{m.content}" if m.content else label)
+            held.append(user)
+            changes.append(Change(NAME, f"messages[{i}]", f"tool message {m.tool_call_id} answers a call already "
+                                  "answered; kept as a user message after the tool run, naming the call",
+                                  m.to_wire(), user.to_wire(), dropped))
+            continue
+        if held and not (isinstance(m, ch.Message) and m.role == "tool"):
+            out += held
+            held = []
+        out.append(m)
+    out += held
+    return out, changes
+
+
+def _responses_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any], ctx: Context
+                       ) -> tuple[list[Any], list[Change]]:
+    at = {a.index for a in strays}
+    out: list[Any] = []
+    changes = []
+    restored = set()
+    for i, m in enumerate(items):
+        if i not in at:
+            out.append(m)
+            continue
+        call = known.get(m.call_id or "")
+        if call is not None and m.call_id not in restored:
+            restored.add(m.call_id)
+            decl = tp.declaration(Dialect.RESPONSES, call, m.type)
+            out += [decl, m]
+            changes.append(Change(NAME, f"input[{i}]", f"{m.type} {m.call_id}: no call declared it; restored "
+                                  f"{decl.type} {call.name} from memory right before it", None, decl.to_wire()))
+        else:
+            dropped: tuple[str, ...] = ()
+            if isinstance(m.output, list):
+                parts, dropped = _gated(list(m.output), ctx, m.call_id,
+                                        lambda t: rs.InputText(type="input_text", text=t))
+                m_in = evolve(m, output=parts)
+            else:
+                m_in = m
+            user = tp.responses_output_as_user(m_in, orphan_label(m.call_id))
+            out.append(user)
+            changes.append(Change(NAME, f"input[{i}]", f"{m.type} {m.call_id or '(no call id)'}: no call declared "
+                                  "it and none in memory; kept as a user message naming the call",
+                                  m.to_wire(), user.to_wire(), dropped))
+    return out, changes
+
+
+def _anthropic_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any]
+                       ) -> tuple[list[Any], list[Change]]:
+    out = list(items)
+    changes = []
+    by_message: dict[int, list[tp.Answer]] = {}
+    for a in strays:
+        by_message.setdefault(a.index, []).append(a)
+    for j, found in by_message.items():
+        prev = out[j - 1] if j > 0 else None
+        can_declare = isinstance(prev, an.Message) and prev.role == "assistant"
+        restore = [a for a in found if can_declare and a.call_id in known]
+        restore = [a for a in restore if [b.call_id for b in restore].count(a.call_id) == 1]
+        if restore:
+            content = prev.content if isinstance(prev.content, list) else [an.TextBlock(type="text",
+                                                                                          text=prev.content)]
+            uses = [tp.declaration(Dialect.MESSAGES, known[a.call_id]) for a in restore]
+            out[j - 1] = evolve(prev, content=[*content, *uses])
+            changes.append(Change(NAME, f"messages[{j - 1}].content", f"tool_result {tp.ids(restore)} in "
+                                  f"messages[{j}]: no tool_use declared it; restored "
+                                  f"{', '.join(u.name for u in uses)} from memory in the assistant message before",
+                                  None, [u.to_wire() for u in uses]))
+        convert = {a.sub for a in found if a not in restore}
+        if not convert:
+            continue
+        msg = out[j]
+        blocks: list[Any] = []
+        for k, b in enumerate(msg.content):
+            if k in convert:
+                new = tp.anthropic_result_as_blocks(b, orphan_label(b.tool_use_id))
+                blocks += new
+                changes.append(Change(NAME, f"messages[{j}].content[{k}]", f"tool_result {b.tool_use_id}: no "
+                                      "tool_use declared it and none in memory; kept as text naming the call",
+                                      b.to_wire(), [x.to_wire() for x in new]))
+            else:
+                blocks.append(b)
+        out[j] = evolve(msg, content=blocks)
+    return out, changes
+
+
+# --- 3. answers where the dialect wants them -------------------------------------------------------------------
+
+
+def _merge(present: list[Any], pos_of: Any, missing: list[tp.Call], build: Any, order: dict[str, int]) -> list[Any]:
+    """``present`` answers in their order, each missing one inserted before the first answer of a later call."""
+    pending = sorted(missing, key=lambda c: order[c.call_id])
+    out = []
+    for x in present:
+        p = order.get(pos_of(x), len(order))
+        while pending and order[pending[0].call_id] < p:
+            out.append(build(pending.pop(0)))
+        out.append(x)
+    return out + [build(c) for c in pending]
+
+
+def _answer(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
+    items = pairs.items
+    if ctx.dialect is Dialect.MESSAGES:
+        return _anthropic_answer(pairs)
+    d = ctx.dialect
+    inserts: dict[int, list[tp.Call]] = {}  # Responses: after item index → missing calls
+    replace: dict[int, tuple[int, list[tp.Call]]] = {}  # Chat: anchor → (run end, missing calls)
+    answered = {a.call_id for a in pairs.answers}
+    if d is Dialect.RESPONSES and all(c.call_id in answered for c in pairs.calls):
+        return items, []  # Responses pairs by call_id: every call answered somewhere, nothing to place
+    for g in pairs.groups:
+        have = {a.call_id for a in g.answers}
+        missing = [c for c in g.calls if c.call_id not in have]
+        if d is Dialect.RESPONSES:
+            missing = [c for c in missing if c.call_id not in answered]  # an output before its call: left as is
+            if missing:
+                inserts.setdefault(g.end, []).extend(missing)
+        elif missing:
+            replace[g.anchor] = (g.end, missing)
+    if not inserts and not replace:
+        return items, []
+    out: list[Any] = []
+    changes = []
+    i = 0
+    while i < len(items):
+        if i in replace:
+            end, missing = replace[i]
+            order = {c.call_id: n for n, c in enumerate(tp.calls(d, [items[i]]))}
+            zone = _merge(items[i + 1 : end + 1], lambda m: m.tool_call_id, missing,
+                          lambda c: tp.missing_result(d, c, missing_text(c)), order)
+            out += [items[i], *zone]
+            changes.append(Change(NAME, f"messages[{i + 1}:{end + 1}]", f"tool call(s) {tp.ids(missing)} of "
+                                  f"messages[{i}] had no result: added a tool message saying none was recorded",
+                                  None, [z.to_wire() for z in zone if any(z.tool_call_id == c.call_id
+                                                                              for c in missing)]))
+            i = end + 1
+            continue
+        out.append(items[i])
+        if i in inserts:
+            missing = sorted(inserts[i], key=lambda c: c.index)
+            added = [tp.missing_result(d, c, missing_text(c)) for c in missing]
+            out += added
+            changes.append(Change(NAME, f"input[{i}]+{len(added)}", f"tool call(s) {tp.ids(missing)} had no "
+                                  f"output: added {len(added)} output(s) saying none was recorded, after input[{i}]",
+                                  None, [a.to_wire() for a in added]))
+        i += 1
+    return out, changes
+
+
+def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
+    d, items = Dialect.MESSAGES, pairs.items
+    decl_at: dict[str, list[int]] = {}
+    for c in pairs.calls:
+        decl_at.setdefault(c.call_id, []).append(c.index)
+    # where each tool_result belongs: the assistant right before its message, else the first that declares it
+    home: dict[tp.Key, int] = {}
+    for a in pairs.answers:
+        at = decl_at.get(a.call_id, [])
+        if a.index - 1 in at or not at:
+            continue
+        earlier = [x for x in at if x < a.index]
+        home[a.key] = earlier[-1] if earlier else at[0]
+    moved_in: dict[int, list[Any]] = {}
+    for (j, k), h in sorted(home.items()):
+        moved_in.setdefault(h, []).append((j, k, items[j].content[k]))
+    out: list[Any] = []
+    changes: list[Change] = []
+    lost: dict[int, set[int]] = {}
+    for j, k in home:
+        lost.setdefault(j, set()).add(k)
+    new_at: dict[int, Any] = {}  # message index → its new message (None: dropped)
+    added_after: dict[int, Any] = {}
+    for g in pairs.groups:
+        a = g.anchor
+        nxt = items[a + 1] if a + 1 < len(items) else None
+        is_user = isinstance(nxt, an.Message) and nxt.role == "user"
+        blocks = ([an.TextBlock(type="text", text=nxt.content)] if isinstance(nxt.content, str) and nxt.content
+                  else [] if isinstance(nxt.content, str) else list(nxt.content)) if is_user else []
+        gone = lost.get(a + 1, set()) if is_user else set()
+        mine = {c.call_id for c in g.calls}
+        kept = [(k, b) for k, b in enumerate(blocks) if k not in gone]
+        results = [b for _, b in kept if isinstance(b, an.ToolResult) and b.tool_use_id in mine]
+        others = [b for _, b in kept if not (isinstance(b, an.ToolResult) and b.tool_use_id in mine)]
+        incoming = [b for _, _, b in moved_in.get(a, [])]
+        have = {b.tool_use_id for b in results + incoming}
+        missing = [c for c in g.calls if c.call_id not in have]
+        order = {c.call_id: n for n, c in enumerate(g.calls)}
+        lead = _merge(results + incoming, lambda b: b.tool_use_id, missing,
+                      lambda c: tp.missing_result(d, c, missing_text(c)), order)
+        content = lead + others
+        first_other = next((n for n, (_, b) in enumerate(kept) if not isinstance(b, an.ToolResult)), len(kept))
+        out_of_place = any(isinstance(b, an.ToolResult) and b.tool_use_id in mine for _, b in kept[first_other:])
+        if not (missing or incoming or out_of_place or gone):
+            continue
+        if not is_user:
+            added_after[a] = an.Message(role="user", content=content)
+        else:
+            new_at[a + 1] = evolve(nxt, content=content)
+        notes = []
+        if missing:
+            notes.append(f"tool_use {tp.ids(missing)} had no tool_result: added an is_error result saying none "
+                         "was recorded")
+        if incoming:
+            src = ", ".join(f"messages[{j}]" for j, _, _ in moved_in[a])
+            notes.append(f"tool_result {', '.join(b.tool_use_id for b in incoming)} moved here from {src}, "
+                         "with the other results of this turn")
+        if out_of_place:
+            notes.append("tool_result blocks moved before the other content")
+        where = f"messages[{a + 1}]" if is_user else f"messages[{a}]+1 (new user message)"
+        changes.append(Change(NAME, where, "; ".join(notes) or "tool_result blocks regrouped",
+                              nxt.to_wire() if is_user else None, [b.to_wire() for b in content]))
+    for j, ks in lost.items():
+        if j in new_at:
+            continue
+        rest = [b for k, b in enumerate(items[j].content) if k not in ks]
+        new_at[j] = evolve(items[j], content=rest) if rest else None
+        if not rest:
+            changes.append(Change(NAME, f"messages[{j}]", "user message held only tool results of an earlier "
+                                  "turn; they moved there, the empty message is removed", items[j].to_wire(), None))
+    for i, m in enumerate(items):
+        m = new_at.get(i, m)
+        if m is not None:
+            out.append(m)
+        if i in added_after:
+            out.append(added_after[i])
+    return out, changes
+
+
+def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    if tp.surely_paired(ctx.dialect, items):
+        return items, []
+    return full(items, ctx)
+
+
+def full(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    """The three passes, without the fast path (tests check the fast path never skips a change)."""
+    changes: list[Change] = []
+    pairs = tp.Pairs(ctx.dialect, items)
+    for step in (_unique, _orphans, _answer):
+        out, more = step(pairs, ctx)
+        changes += more
+        if out is not pairs.items:
+            pairs = tp.Pairs(ctx.dialect, out)
+    return pairs.items, changes
+
+
+def _wanted(profile: Profile, dialect: Dialect) -> bool:
+    return True  # these shapes are invalid at every upstream: on for every profile, spec included
+
+
+REPAIR = Repair(
+    name=NAME,
+    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
+    apply=_apply,
+    wanted=_wanted,
+    needles={Dialect.CHAT: (b"tool_calls",), Dialect.RESPONSES: (b"call_id",), Dialect.MESSAGES: (b"tool_use",)},
+    doc=__doc__ or "",
+)
