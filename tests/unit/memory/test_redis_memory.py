@@ -230,7 +230,9 @@ def test_one_request_writes_at_most_the_media_cap(links, caplog) -> None:
     a = RedisMediaStore(links())
     body = copy.deepcopy(CODEX)
     big = dict(IMAGE, image_url="data:image/png;base64," + "A" * (MAX_OBSERVE_BYTES // 3))
-    for n in range(4):
+    for n in range(4):  # each output with its call: an orphan output is pair-tool-calls' to settle, not a result
+        body["input"].append({"type": "function_call", "call_id": f"call_big_{n}", "name": "view_image",
+                              "arguments": "{}"})
         body["input"].append({"type": "function_call_output", "call_id": f"call_big_{n}", "output": [big]})
     send(body, "client-flow", a)
     held = [n for n in range(4) if a.held(f"call_big_{n}")]
