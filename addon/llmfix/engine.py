@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llmfix.body import codec, media
-from llmfix.body.conversation import BadBody, loads, parse, serialize
+from llmfix.body.conversation import BadBody, Conversation, loads, parse, parse_appended, serialize
 from llmfix.body.haystack import Searchable, haystack
+from llmfix.body.prefix import PrefixCache
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.profiles import ProfileTable
@@ -32,6 +33,7 @@ class Settings:
     table: ProfileTable = field(default_factory=ProfileTable)
     memory: Recall | None = None  # tool calls seen before (None: no memory)
     window: Any = None  # a MediaWindow: tool-result media of recent requests (None: restore is off)
+    prefix: PrefixCache | None = field(default_factory=PrefixCache)  # recent bodies (None: parse every body whole)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,12 +124,13 @@ def _process(req: Request, settings: Settings) -> Outcome:
     observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
     # parsed and typed even when nothing may change, whatever the size: bad JSON or a wrong shape gets its warning.
     # A 10 MB image body costs ~2 ms more than skipping the parse; 1,000,000 small items ~2 s of the worker.
-    conv = parse(req.dialect, loads(data))
+    conv, new = _conversation(req.dialect, data, settings.prefix)
     if conv is None:
         return Outcome("untouched", profile=host_only.profile.name)
-    if learn:
+    if learn:  # from the items not seen before: an earlier request's were learned then
         memory = settings.memory
-        memory.remember(calls_in_request(str(req.dialect), conv.body, memory.recently_written))
+        seen = conv.body if new is None else {conv.key: new}
+        memory.remember(calls_in_request(str(req.dialect), seen, memory.recently_written))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model)
@@ -156,6 +159,28 @@ def _process(req: Request, settings: Settings) -> Outcome:
         records=tuple(c.record() for c in changes),
     )
 
+
+def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None
+                  ) -> tuple[Conversation | None, list[Any] | None]:
+    """The typed conversation of ``data``, and the raw items it appends to a body seen before (None: the whole
+    body was parsed). An append of a recent body (``body.prefix``) has only its new items parsed and
+    validated; any other body is parsed whole and typed, and kept for its own successor."""
+    hit = cache.find(str(dialect), data) if cache is not None else None
+    if hit is None:
+        conv = parse(dialect, loads(data))
+        if conv is not None and cache is not None:
+            cache.keep(str(dialect), data, conv.body, conv.key, conv.items)
+        return conv, None
+    entry = hit.entry
+    key = _ITEM_KEY[dialect]
+    body = {**entry.body, key: entry.raw + hit.new}
+    conv = parse_appended(dialect, body, entry.items, hit.new)
+    if cache is not None:
+        cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail))
+    return conv, hit.new
+
+
+_ITEM_KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}
 
 _TOOL_RESULTS = {
     Dialect.CHAT: (b'"tool"',),
