@@ -212,19 +212,19 @@ def history_responses(size: int) -> bytes:
     """Codex CLI (Responses, gpt-5.5, to api.openai.com): the turn-2 capture with ``size`` bytes of shell
     turns (reasoning summary, function_call, string output, assistant message) before its last round trip."""
     body = _shrunk(_fixture("codex/turn2_request.json"), size)
+    return _pad(body, "input", 4, size, _responses_turn)
 
-    def turn(k: int) -> list[dict]:
-        cid = f"call_hist_{k:05d}"
-        return [
-            {"type": "function_call", "status": "completed", "id": f"fc_hist_{k:05d}", "name": "shell",
-             "arguments": json.dumps({"command": ["rg", "-n", f"handler_{k}", "src"], "workdir": "/home/dev/project"}),
-             "call_id": cid},
-            {"type": "function_call_output", "call_id": cid, "output": _tool_output(k)},
-            {"type": "message", "role": "assistant", "id": f"msg_hist_{k:05d}",
-             "content": [{"type": "output_text", "text": f"Step {k}: the handlers are in module {k % 997}."}]},
-        ]
 
-    return _pad(body, "input", 4, size, turn)
+def _responses_turn(k: int) -> list[dict]:
+    cid = f"call_hist_{k:05d}"
+    return [
+        {"type": "function_call", "status": "completed", "id": f"fc_hist_{k:05d}", "name": "shell",
+         "arguments": json.dumps({"command": ["rg", "-n", f"handler_{k}", "src"], "workdir": "/home/dev/project"}),
+         "call_id": cid},
+        {"type": "function_call_output", "call_id": cid, "output": _tool_output(k)},
+        {"type": "message", "role": "assistant", "id": f"msg_hist_{k:05d}",
+         "content": [{"type": "output_text", "text": f"Step {k}: the handlers are in module {k % 997}."}]},
+    ]
 
 
 def history_messages(size: int) -> bytes:
@@ -232,20 +232,20 @@ def history_messages(size: int) -> bytes:
     bytes of Bash turns (assistant text + tool_use, user tool_result as a string or text blocks) before its
     last round trip, alternating user/assistant as the API requires."""
     body = _shrunk(_fixture("claude-code/single_png__turn2.json"), size)
+    return _pad(body, "messages", 2, size, _messages_turn)
 
-    def turn(k: int) -> list[dict]:
-        tid = f"toolu_hist_{k:05d}"
-        out = _tool_output(k)
-        content: str | list[dict] = out if k % 2 else [{"type": "text", "text": out}]
-        return [
-            {"role": "assistant", "content": [
-                {"type": "text", "text": f"Looking for handler_{k}."},
-                {"type": "tool_use", "id": tid, "name": "Bash",
-                 "input": {"command": f"rg -n handler_{k} src", "description": "Find the handler"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": content}]},
-        ]
 
-    return _pad(body, "messages", 2, size, turn)
+def _messages_turn(k: int) -> list[dict]:
+    tid = f"toolu_hist_{k:05d}"
+    out = _tool_output(k)
+    content: str | list[dict] = out if k % 2 else [{"type": "text", "text": out}]
+    return [
+        {"role": "assistant", "content": [
+            {"type": "text", "text": f"Looking for handler_{k}."},
+            {"type": "tool_use", "id": tid, "name": "Bash",
+             "input": {"command": f"rg -n handler_{k} src", "description": "Find the handler"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": content}]},
+    ]
 
 
 def history_chat(size: int) -> bytes:
@@ -253,17 +253,17 @@ def history_chat(size: int) -> bytes:
     with ``size`` bytes of Execute turns (assistant tool_calls, tool message with a string) after the user's
     request, before its last round trip."""
     body = _shrunk(_fixture("droid/0.225.2__single_image__turn2.json"), size)
+    return _pad(body, "messages", 3, size, _chat_turn)
 
-    def turn(k: int) -> list[dict]:
-        cid = f"call_hist_{k:05d}"
-        return [
-            {"role": "assistant", "content": f"Looking for handler_{k}.", "tool_calls": [
-                {"id": cid, "type": "function",
-                 "function": {"name": "Execute", "arguments": json.dumps({"command": f"rg -n handler_{k} src"})}}]},
-            {"role": "tool", "tool_call_id": cid, "content": _tool_output(k)},
-        ]
 
-    return _pad(body, "messages", 3, size, turn)
+def _chat_turn(k: int) -> list[dict]:
+    cid = f"call_hist_{k:05d}"
+    return [
+        {"role": "assistant", "content": f"Looking for handler_{k}.", "tool_calls": [
+            {"id": cid, "type": "function",
+             "function": {"name": "Execute", "arguments": json.dumps({"command": f"rg -n handler_{k} src"})}}]},
+        {"role": "tool", "tool_call_id": cid, "content": _tool_output(k)},
+    ]
 
 
 def history_images(size: int, images: int = 3, text: int = 200 * 1024) -> bytes:
@@ -289,3 +289,33 @@ HISTORIES: dict[str, tuple[str, str, Callable[[int], bytes]]] = {
     "messages": ("messages", "api.anthropic.com", history_messages),
     "chat": ("chat", "api.openai.com", history_chat),
 }
+
+
+NEXT_TURN: dict[str, Callable[[int], list[dict]]] = {
+    # what a session appends to its history each turn: a tool call and its result
+    "responses": lambda k: _responses_turn(k)[:2],
+    "messages": _messages_turn,
+    "chat": _chat_turn,
+}
+
+
+def session(dialect: str, base: bytes, growth: float = 0.1) -> Callable[[int], bytes]:
+    """Request ``i`` of agent sessions whose history is ``base``: ``base`` with turns appended at the end of
+    its message array, as a client resends it, each request extending the one before by one tool round trip.
+    So that a cell's body size stays put, a session ends when it has grown by ``growth`` (at least 4 turns)
+    and the next one starts again from ``base`` (new call ids): llmfix then sees a request it cannot extend,
+    as at the start of any session. Warm-ups (``i < 0``) are the first turns of a session of their own."""
+    body = orjson.loads(base)
+    key = "input" if dialect == "responses" else "messages"
+    items = body[key]
+    turn = NEXT_TURN[dialect]
+    per_turn = sum(len(dumps(t)) + 1 for t in turn(0))
+    length = max(4, int(len(base) * growth / per_turn))
+
+    def request(i: int) -> bytes:
+        n = -i - 1 if i < 0 else i
+        s, k = (n // length, n % length) if i >= 0 else (10_000 + n, 0)
+        new = [t for j in range(k + 1) for t in turn(1_000_000 * (s + 1) + j)]
+        return dumps({**body, key: items + new})
+
+    return request

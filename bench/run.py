@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -611,11 +612,13 @@ class Bench:
 
     # -- history-size sweep (issue 15) --------------------------------------------------------
 
-    def sweep_cell(self, key: str, dialect: str, host: str, body: bytes, items: int, what: str) -> None:
-        """One no-repair history through bare / llmfix / control, request by request in rotating order
-        (``request_cell``), then one row of the sweep table: CPU per request and its ratio, median latency
+    def sweep_cell(self, key: str, dialect: str, host: str, base: bytes, items: int, what: str) -> None:
+        """One no-repair session through bare / llmfix / control, request by request in rotating order
+        (``request_cell``); request ``i`` is the history ``base`` plus ``i + 1`` new tool round trips, as a
+        client resends it. Then one row of the sweep table: CPU per request and its ratio, median latency
         and its delta, and llmfix's added CPU per MB of body."""
-        n = self.plan.sweep_n[min(3, _size_class(len(body)))]
+        n = self.plan.sweep_n[min(3, _size_class(len(base)))]
+        body = bodies.session(dialect, base)
         path = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[dialect]
         mark = len(self.rows)
         res = self.request_cell(key, f"{what}, no repair", f"http://{host}{path}", body, n, min(5, n),
@@ -624,9 +627,9 @@ class Bench:
         by = res["by"]
         cpu = {lb: by[lb]["cpu_ms_per_req"] for lb in by}
         p50 = {lb: by[lb]["latency_ms"]["p50"] for lb in by}
-        mb = len(body) / bodies.MB
+        mb = len(base) / bodies.MB
         self.sweep.append({
-            "key": key, "what": what, "dialect": dialect, "bytes": len(body), "items": items, "n": n,
+            "key": key, "what": what, "dialect": dialect, "bytes": len(base), "items": items, "n": n,
             "cpu_ms": cpu, "latency_p50_ms": p50,
             "cpu_ratio": cpu["llmfix"] / cpu["bare"], "control_cpu_ratio": cpu["control"] / cpu["bare"],
             "latency_delta_ms": p50["llmfix"] - p50["bare"], "control_latency_delta_ms": p50["control"] - p50["bare"],
@@ -652,25 +655,28 @@ class Bench:
         runs = self.plan.pipeline_runs
         self.log(f"history sweep in-process: {len(cases)} bodies, {runs} runs per 200 KB")
         res: dict[str, Any] = {}
-        for name, (dialect, host, body, items) in cases.items():
-            k = max(3, min(10 * runs, int(runs * 200 * 1024 / max(len(body), 1))))
+        for name, (dialect, host, base, items) in cases.items():
+            k = max(3, min(10 * runs, int(runs * 200 * 1024 / max(len(base), 1))))
+            session = bodies.session(dialect, base)
             cpu: list[float] = []
-            floor: list[float] = []
+            first: list[float] = []
             statuses: set[str] = set()
-            for i in range(k + 1):
+            for i in range(-1, k):  # request i extends request i - 1 (the first one: the cache's first sight)
+                body = session(i)
                 t0 = time.thread_time()
-                orjson.loads(body)
-                t1 = time.thread_time()
                 outcome = process(make(dialect, host, body))
+                t1 = time.thread_time()
+                outcome_first = process(make(dialect, host, body), True)
                 t2 = time.thread_time()
-                statuses.add(outcome.status)
-                if i:  # the first run warms caches and memory
-                    floor.append(t1 - t0)
-                    cpu.append(t2 - t1)
-            mb = len(body) / bodies.MB
-            res[name] = {"bytes": len(body), "items": items, "runs": k, "status": sorted(statuses),
-                         "engine_cpu_ms_p50": pct(cpu, 50) * MS, "orjson_loads_cpu_ms_p50": pct(floor, 50) * MS,
-                         "engine_cpu_ms_per_mb": pct(cpu, 50) * MS / mb}
+                statuses |= {outcome.status, outcome_first.status}
+                if i >= 0:
+                    cpu.append(t1 - t0)
+                    first.append(t2 - t1)
+            mb = len(base) / bodies.MB
+            res[name] = {"bytes": len(base), "items": items, "runs": k, "status": sorted(statuses),
+                         "engine_cpu_ms_p50": pct(cpu, 50) * MS, "engine_cpu_ms_per_mb": pct(cpu, 50) * MS / mb,
+                         "first_sight_cpu_ms_p50": pct(first, 50) * MS,
+                         "first_sight_cpu_ms_per_mb": pct(first, 50) * MS / mb}
             if statuses != {"untouched"}:
                 self.notes.append(f"hist_engine: {name} came back {sorted(statuses)}, not untouched")
         self.raw["hist_engine"] = res
@@ -680,12 +686,14 @@ class Bench:
         if not self.sweep and not self.hist_engine:
             return ""
         out = ["| history (no repair) | bytes | items | n | proxy CPU/req bare → llmfix | ratio | control/bare "
-               "| latency p50 bare → llmfix | Δ | control Δ | added CPU per MB | engine.process CPU (per MB) |",
-               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+               "| latency p50 bare → llmfix | Δ | control Δ | added CPU per MB | engine.process CPU (per MB) "
+               "| first sight (per MB) |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         eng = self.hist_engine
         for r in self.sweep:
             e = eng.get(r["key"])
-            ecol = f"{e['engine_cpu_ms_p50']:.2f} ms ({e['engine_cpu_ms_per_mb']:.2f})" if e else ""
+            ecol = (f"{e['engine_cpu_ms_p50']:.2f} ms ({e['engine_cpu_ms_per_mb']:.2f}) | "
+                    f"{e['first_sight_cpu_ms_p50']:.2f} ms ({e['first_sight_cpu_ms_per_mb']:.2f})") if e else " |"
             c, p = r["cpu_ms"], r["latency_p50_ms"]
             ok = r["cpu_ratio"] <= 1.10
             out.append(f"| {r['what']} | {r['bytes']:,} | {r['items']:,} | {r['n']} | {c['bare']:.2f} → "
@@ -697,7 +705,8 @@ class Bench:
         for key, e in eng.items():  # in-process only (the proxy cells did not run)
             if key not in done:
                 out.append(f"| {e['what']} | {e['bytes']:,} | {e['items']:,} | {e['runs']} | | | | | | | "
-                           f"| {e['engine_cpu_ms_p50']:.2f} ms ({e['engine_cpu_ms_per_mb']:.2f}) |")
+                           f"| {e['engine_cpu_ms_p50']:.2f} ms ({e['engine_cpu_ms_per_mb']:.2f}) "
+                           f"| {e['first_sight_cpu_ms_p50']:.2f} ms ({e['first_sight_cpu_ms_per_mb']:.2f}) |")
         return "\n".join(out)
 
     # -- memory store ---------------------------------------------------------------------------
@@ -844,9 +853,16 @@ def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes]
     def make(dialect: str, host: str, body: bytes) -> Any:
         return engine.Request(Dialect(dialect), host, 443, body, None, uuid.uuid4().hex)
 
-    def process(req: Any) -> Any:
+    def process(req: Any, first_sight: bool = False) -> Any:
+        """``first_sight``: as if llmfix had never seen an earlier request of this session (no prefix cache
+        entry to extend; an llmfix without ``body/prefix.py`` always runs so)."""
+        s = settings
+        if first_sight and hasattr(settings, "prefix"):
+            from llmfix.body.prefix import PrefixCache
+
+            s = dataclasses.replace(settings, prefix=PrefixCache())
         try:
-            return engine.process(req, settings)
+            return engine.process(req, s)
         finally:
             window.finish(req.flow_id)  # as the proxy's response hook does
 
@@ -1056,7 +1072,10 @@ def main(argv: list[str] | None = None) -> int:
                "request by request. *ratio* = llmfix/bare proxy CPU per request (target ≤ 1.10), *Δ* = median "
                "latency llmfix − bare (target ≤ +1 ms), *control* columns = the second bare against bare (noise), "
                "*added CPU per MB* = (llmfix − bare) CPU per request / body MB (target: flat from 200 KB to 5 MB); "
-               "last column: `engine.process` alone in-process (thread CPU time, p50), and per MB.", "", sweep_md]
+               "last columns: `engine.process` alone in-process (thread CPU time, p50) and per MB, on the "
+               "session's next turn and on a request llmfix sees first (no earlier request to extend). Request "
+               "*i* of a cell is the history plus *i* + 1 new tool round trips (bytes/items: the history's).",
+               "", sweep_md]
     if b.notes:
         md += ["", "Notes:", *(f"- {n}" for n in b.notes)]
     missed = [r.cell for r in b.rows if r.met is False]

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from llmfix.body import codec, media
 from llmfix.body.conversation import BadBody, Conversation, loads, parse, parse_appended, serialize
 from llmfix.body.haystack import Searchable, haystack
-from llmfix.body.prefix import PrefixCache
+from llmfix.body.prefix import Answers, Hit, PrefixCache, answers_for
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.profiles import ProfileTable
@@ -118,13 +118,15 @@ def _process(req: Request, settings: Settings) -> Outcome:
         return Outcome("failed", f"body is not a JSON object ({why})")
     table = settings.table
     host_only = table.resolve(req.host, req.port, None)
-    hay = haystack(data)
+    cache = settings.prefix
+    hit = cache.find(str(req.dialect), data) if cache is not None else None
+    hay = answers_for(data, hit) if cache is not None else haystack(data)
     todo = pipeline.candidates(req.dialect, host_only.profile, hay, settings.enabled)
     learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
     observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
     # parsed and typed even when nothing may change, whatever the size: bad JSON or a wrong shape gets its warning.
     # A 10 MB image body costs ~2 ms more than skipping the parse; 1,000,000 small items ~2 s of the worker.
-    conv, new = _conversation(req.dialect, data, settings.prefix)
+    conv, new = _conversation(req.dialect, data, cache, hit, hay)
     if conv is None:
         return Outcome("untouched", profile=host_only.profile.name)
     if learn:  # from the items not seen before: an earlier request's were learned then
@@ -160,23 +162,23 @@ def _process(req: Request, settings: Settings) -> Outcome:
     )
 
 
-def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None
-                  ) -> tuple[Conversation | None, list[Any] | None]:
+def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit: Hit | None,
+                  hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None]:
     """The typed conversation of ``data``, and the raw items it appends to a body seen before (None: the whole
-    body was parsed). An append of a recent body (``body.prefix``) has only its new items parsed and
-    validated; any other body is parsed whole and typed, and kept for its own successor."""
-    hit = cache.find(str(dialect), data) if cache is not None else None
+    body was parsed). An append of a recent body (``hit``, see ``body.prefix``) has only its new items parsed
+    and validated; any other body is parsed whole and typed. Either is kept for its own successor."""
+    answers = hay.answers if isinstance(hay, Answers) else None
     if hit is None:
         conv = parse(dialect, loads(data))
         if conv is not None and cache is not None:
-            cache.keep(str(dialect), data, conv.body, conv.key, conv.items)
+            cache.keep(str(dialect), data, conv.body, conv.key, conv.items, answers=answers)
         return conv, None
     entry = hit.entry
     key = _ITEM_KEY[dialect]
     body = {**entry.body, key: entry.raw + hit.new}
     conv = parse_appended(dialect, body, entry.items, hit.new)
     if cache is not None:
-        cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail))
+        cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail), answers=answers)
     return conv, hit.new
 
 
@@ -189,5 +191,5 @@ _TOOL_RESULTS = {
 }
 
 
-def _has_tool_results(dialect: Dialect, data: Searchable) -> bool:
+def _has_tool_results(dialect: Dialect, data: Searchable | Answers) -> bool:
     return any(n in data for n in _TOOL_RESULTS[dialect])

@@ -7,9 +7,10 @@ requests that need no repair (issue 15: ~10 ms of CPU per MB of history, on ever
 
 What is certain, and how it is checked. For a body P that parsed into a valid conversation, :func:`split`
 finds ``e``, the offset of the ``]`` that closes P's message array, and keeps ``head = P[:e]`` (without
-the whitespace before the ``]``) and ``tail = P[e:]`` (the ``]``, the top-level members after the array, the final ``}``). A later body B is
-an append of P when ``B.startswith(head)``, ``B.endswith(tail)`` and the bytes between, ``X``, are empty
-or ``,`` + a list of complete JSON values (``orjson.loads(b"[" + X[1:] + b"]")`` succeeds). Then B parses
+the whitespace before the ``]``) and ``tail = P[e:]`` (the ``]``, the top-level members after the array,
+the final ``}``). A later body B is an append of P when ``B.startswith(head)``, ``B.endswith(tail)`` and
+the bytes between, ``X``, are empty or ``,`` + a list of complete JSON values (``b"[" + X[1:] + b"]"``
+parses, with the parser of the whole path). Then B parses
 to P's object with those values appended to the message array, and nothing else differs: the bytes
 before the array's end and after it are P's own, and ``X`` only adds elements to the open array.
 
@@ -19,6 +20,9 @@ member (a ``]`` inside a string or a nested value leaves the tail unbalanced); a
 leftmost one is taken, and P is not kept when a top-level member before the array is itself an array or
 the tail names the array's key (the only ways a duplicate top-level key could make that member another
 one). A body whose tail is not found is simply not kept: the full path handles it, as before.
+
+The byte questions asked before parsing (``needle in body``, which repairs could apply) are answered from
+P's answers and B's new bytes alone (:class:`Answers`).
 
 The cache holds a few recent bodies (bounded by count and bytes), shared by every flow and thread.
 """
@@ -32,6 +36,8 @@ from typing import Any
 
 import orjson
 import pydantic_core
+
+from llmfix.body.haystack import Searchable, haystack
 
 MAX_ENTRIES = 16
 MAX_BYTES = 32 * 1024 * 1024
@@ -49,6 +55,7 @@ class Entry:
     raw: list[Any]  # the message array as parsed JSON
     items: list[Any]  # the same, typed (frozen wire models)
     size: int  # the body's length
+    answers: dict[bytes, bool]  # ``needle in body`` answers given for this body (see :class:`Answers`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,51 @@ def appended(data: bytes, entry: Entry) -> list[Any] | None:
     return new if isinstance(new, list) else None
 
 
+MARGIN = 64
+"""Needles longer than this are searched in the whole body (none of llmfix's is)."""
+
+
+class Answers:
+    """``needle in body`` (as :func:`llmfix.body.haystack.haystack` answers it), remembering every answer so
+    that a body appending to this one can answer from them.
+
+    For an append B of a kept body P, ``needle in B`` is true when it is in P's head or tail, or in the bytes
+    B adds: P's answer (true also for a match of P's that the haystack would have skipped or that straddled
+    the array's end, so never false when B's is true) or a search of B's new bytes with :data:`MARGIN` bytes
+    of context on each side. A true answer makes a repair a candidate, which then looks for itself: an
+    answer may be true where the whole search says false, never the other way round."""
+
+    __slots__ = ("_data", "_hay", "_known", "_region", "answers")
+
+    def __init__(self, data: bytes, known: dict[bytes, bool] | None = None, region: tuple[int, int] = (0, 0)) -> None:
+        self._data = data
+        self._hay: Searchable | None = None
+        self._known = known
+        self._region = region
+        self.answers: dict[bytes, bool] = {}
+
+    def __contains__(self, needle: bytes) -> bool:
+        got = self.answers.get(needle)
+        if got is None:
+            if self._known is not None and len(needle) <= MARGIN and needle in self._known:
+                a, b = self._region
+                got = self._known[needle] or self._data.find(needle, max(0, a - MARGIN), b + MARGIN) >= 0
+            else:
+                if self._hay is None:
+                    self._hay = haystack(self._data)
+                got = needle in self._hay
+            self.answers[needle] = got
+        return got
+
+
+def answers_for(data: bytes, hit: Hit | None) -> Answers:
+    """The needle answers for ``data``: from the kept body it appends to when there is one."""
+    if hit is None:
+        return Answers(data)
+    start = len(hit.entry.head)
+    return Answers(data, hit.entry.answers, (start, len(data) - len(hit.entry.tail)))
+
+
 class PrefixCache:
     """Recent valid bodies, per dialect; :meth:`find` recognises an append of one of them."""
 
@@ -156,16 +208,18 @@ class PrefixCache:
         return None
 
     def keep(self, dialect: str, data: bytes, body: dict[str, Any], key: str, items: list[Any],
-             end: int | None = None) -> None:
+             end: int | None = None, answers: dict[bytes, bool] | None = None) -> None:
         """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
-        ``end``: the array's closing offset when the caller knows it (an append of a kept body)."""
+        ``end``: the array's closing offset when the caller knows it (an append of a kept body);
+        ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later)."""
         if len(data) < self.min_size or len(data) > self.max_bytes // 2:
             return
         if end is None:
             end = split(data, body, key)
             if end is None:
                 return
-        entry = Entry(data[:end].rstrip(), data[end:], body, body[key], items, len(data))  # pretty JSON indents the ]
+        entry = Entry(data[:end].rstrip(), data[end:], body, body[key], items, len(data),
+                      answers if answers is not None else {})  # pretty JSON indents the ]
         with self._lock:
             self._serial += 1
             k = (dialect, self._serial)

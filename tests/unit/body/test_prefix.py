@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from llmfix import engine
-from llmfix.body.prefix import PrefixCache, appended, split
+from llmfix.body.prefix import PrefixCache, answers_for, appended, split
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.route import Dialect
@@ -195,3 +195,25 @@ def test_cache_is_bounded() -> None:
     for _ in range(3):
         cache.keep("chat", data, orjson.loads(data), "messages", [None])
     assert cache._bytes <= 100
+
+
+# -- Answers: the byte questions of an append, from the earlier body's answers -------------------
+
+
+def test_answers_of_an_append_never_miss_a_needle() -> None:
+    first = b'{"messages":[{"role":"user","content":"alpha"}],"model":"m"}'
+    cache = PrefixCache(min_size=0)
+    hay = answers_for(first, None)
+    assert b"alpha" in hay and b'"tool"' not in hay and b"beta" not in hay
+    cache.keep("chat", first, orjson.loads(first), "messages", [None], answers=hay.answers)
+    later = b'{"messages":[{"role":"user","content":"alpha"},{"role":"tool","content":"beta"}],"model":"m"}'
+    hit = cache.find("chat", later)
+    assert hit is not None
+    hay = answers_for(later, hit)
+    assert b"alpha" in hay  # from the earlier body's answer
+    assert b'"tool"' in hay and b"beta" in hay  # in the new bytes (asked before: false for the earlier body)
+    assert b'a"}' + b',{"role"' in hay  # straddles the end of the old items and the new bytes
+    assert b'"model":"m"' in hay  # in the tail, never asked before: searched in the whole body
+    assert b"gamma" not in hay
+    long = b'{"role":"tool","content":"beta"}],"model":"m"}' + b" " * 40
+    assert (long in hay) is False and len(long) > 64
