@@ -118,7 +118,7 @@ class LLMFix:
             return
         req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
         try:
-            if len(raw) >= OFFLOAD_BYTES:
+            if len(raw) >= OFFLOAD_BYTES and not engine.light(req, settings):
                 outcome = await asyncio.to_thread(engine.process, req, settings)
             else:
                 outcome = engine.process(req, settings)

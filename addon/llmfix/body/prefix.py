@@ -191,6 +191,14 @@ class PrefixCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
+    def peek(self, dialect: str, data: bytes) -> Entry | None:
+        """The kept body ``data`` appends to, if any; unlike :meth:`find`, counts and changes nothing."""
+        if len(data) < self.min_size:
+            return None
+        with self._lock:
+            entries = [e for k, e in reversed(self._entries.items()) if k[0] == dialect]
+        return next((e for e in entries if appended(data, e) is not None), None)
+
     def find(self, dialect: str, data: bytes) -> Hit | None:
         if len(data) < self.min_size:
             return None

@@ -217,3 +217,20 @@ def test_answers_of_an_append_never_miss_a_needle() -> None:
     assert b"gamma" not in hay
     long = b'{"role":"tool","content":"beta"}],"model":"m"}' + b" " * 40
     assert (long in hay) is False and len(long) > 64
+
+
+def test_light_requests_are_appends_of_kept_bodies(tmp_path: Path) -> None:
+    body = fixture("droid/0.225.2__single_image__turn2.json")
+    first, second = session(body, "messages", CHAT_TURNS[:1])
+    settings = engine.Settings()
+
+    def req(raw: bytes, encoding: str | None = None) -> engine.Request:
+        return engine.Request(Dialect.CHAT, "api.openai.com", 443, raw, encoding, "f")
+
+    assert not engine.light(req(first), settings)  # never seen: parsed whole, may take long
+    assert engine.process(req(first), settings).status == "untouched"
+    assert engine.light(req(second), settings)
+    assert engine.light(req(first), settings)  # the same body again
+    assert not engine.light(req(second, "gzip"), settings)
+    assert not engine.light(req(second), engine.Settings(prefix=None))
+    assert settings.prefix is not None and settings.prefix.hits == 0  # light() only looks
