@@ -40,9 +40,10 @@ import pydantic_core
 from llmfix.body.haystack import Searchable, haystack
 
 MAX_ENTRIES = 16
-MAX_BYTES = 32 * 1024 * 1024
-"""Bodies kept at most (raw bytes; their parsed items are about as large again). A session's entry is
-replaced by its next request's, so a few concurrent sessions fit."""
+MAX_BYTES = 48 * 1024 * 1024
+"""Memory the kept bodies may hold, counted as twice their raw size (the bytes, and the parsed strings:
+what dominates, base64 images and tool outputs, is held once in each). A body over a quarter of this is
+not kept; a session's entry is replaced by its next request's, so a few concurrent sessions fit."""
 MIN_SIZE = 16 * 1024
 """Smaller bodies parse in well under a millisecond: not worth a cache entry."""
 
@@ -54,7 +55,7 @@ class Entry:
     body: dict[str, Any]  # the parsed top-level object (its message array: ``raw``)
     raw: list[Any]  # the message array as parsed JSON
     items: list[Any]  # the same, typed (frozen wire models)
-    size: int  # the body's length
+    size: int  # what it counts against MAX_BYTES: twice the body's length
     answers: dict[bytes, bool]  # ``needle in body`` answers given for this body (see :class:`Answers`)
 
 
@@ -220,19 +221,19 @@ class PrefixCache:
         """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
         ``end``: the array's closing offset when the caller knows it (an append of a kept body);
         ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later)."""
-        if len(data) < self.min_size or len(data) > self.max_bytes // 2:
+        if len(data) < self.min_size or 2 * len(data) > self.max_bytes // 2:
             return
         if end is None:
             end = split(data, body, key)
             if end is None:
                 return
-        entry = Entry(data[:end].rstrip(), data[end:], body, body[key], items, len(data),
+        entry = Entry(data[:end].rstrip(), data[end:], body, body[key], items, 2 * len(data),
                       answers if answers is not None else {})  # pretty JSON indents the ]
         with self._lock:
             self._serial += 1
             k = (dialect, self._serial)
             self._entries[k] = entry
-            self._bytes += len(data)
+            self._bytes += entry.size
             while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
                 self._drop(next(iter(self._entries)))
 

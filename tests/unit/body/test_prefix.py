@@ -190,11 +190,14 @@ def test_cache_is_bounded() -> None:
         data = b'{"messages":[{"role":"user","content":"%d"}]}' % i
         cache.keep("chat", data, orjson.loads(data), "messages", [None])
     assert len(cache._entries) == 2
-    cache = PrefixCache(max_bytes=100, min_size=0)
-    data = b'{"messages":[{"role":"user","content":"' + b"x" * 40 + b'"}]}'
-    for _ in range(3):
+    cache = PrefixCache(max_bytes=1000, min_size=0)  # each body counts twice its size
+    data = b'{"messages":[{"role":"user","content":"' + b"x" * 60 + b'"}]}'
+    for _ in range(10):
         cache.keep("chat", data, orjson.loads(data), "messages", [None])
-    assert cache._bytes <= 100
+    assert len(cache._entries) == 1000 // (2 * len(data)) and cache._bytes <= 1000
+    big = b'{"messages":[{"role":"user","content":"' + b"x" * 300 + b'"}]}'  # over a quarter: not kept
+    cache.keep("chat", big, orjson.loads(big), "messages", [None])
+    assert cache.peek("chat", big) is None
 
 
 # -- Answers: the byte questions of an append, from the earlier body's answers -------------------
