@@ -10,6 +10,7 @@ import base64
 import copy
 import json
 import random
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -152,3 +153,169 @@ def million_messages() -> bytes:
     run = (b'{"role":"assistant","content":null,"tool_calls":[{"id":"call_m","type":"function",'
            b'"function":{"name":"ls","arguments":"{}"}}]},{"role":"tool","tool_call_id":"call_m","content":"ok"}')
     return b'{"model":"gpt-4.1","messages":[' + b",".join([item] * 1_000_000) + b"," + run + b"]}"
+
+
+# ------------------------------------------------------------------------- history-size sweep (issue 15)
+#
+# A long agent session resends its whole history on every turn, and nearly every such request needs no
+# repair. Each builder below takes one real capture (its system prompt, tools and last tool round trip
+# kept as captured) and inserts earlier tool turns shaped the way that client sends them until the body
+# reaches ``size`` bytes. Every body is valid for its upstream (api.openai.com / api.anthropic.com): the
+# bench checks that llmfix forwards each one byte-identical. Below ~40 KB the capture's long texts are cut
+# and its tool list dropped, so a 2 KB body is a 2 KB body.
+
+HISTORY_SIZES = {"2k": 2 * 1024, "200k": 200 * 1024, "1m": MB, "5m": 5 * MB}
+
+
+def _shrunk(body: dict, size: int) -> dict:
+    """The capture itself when ``size`` can hold it; else without its tools and with every long string cut."""
+    if len(dumps(body)) <= size:
+        return body
+
+    def cut(v: object) -> object:
+        if isinstance(v, str):
+            return v if v.startswith("data:") or len(v) <= 160 else v[:160]
+        if isinstance(v, list):
+            return [cut(x) for x in v]
+        if isinstance(v, dict):
+            return {k: cut(x) for k, x in v.items()}
+        return v
+
+    body = {k: cut(v) for k, v in body.items() if k not in ("tools", "client_metadata", "system")}
+    return body
+
+
+def _tool_output(k: int, lines: int = 24) -> str:
+    """A grep-like tool output, different in every turn (no two turns share their strings)."""
+    return "\n".join(f"src/module_{(k * 31 + j) % 997:03d}.rs:{j * 7 + k}: fn handler_{k}_{j}() -> Result<()> "
+                     "{ let cfg = Config::load(&path)?; ... }" for j in range(lines))
+
+
+def _pad(body: dict, key: str, at: int, size: int, turn: Callable[[int], list[dict]]) -> bytes:
+    """``body[key]`` with turns ``turn(0), turn(1), …`` inserted at index ``at`` until ``size`` bytes."""
+    items = body[key]
+    head, tail = items[:at], items[at:]
+    base = len(dumps(body))
+    turns: list[dict] = []
+    grown = 0
+    k = 0
+    while base + grown < size:
+        new = turn(k)
+        grown += sum(len(dumps(t)) + 1 for t in new)
+        turns += new
+        k += 1
+    body = {**body, key: head + turns + tail}
+    return dumps(body)
+
+
+def history_responses(size: int) -> bytes:
+    """Codex CLI (Responses, gpt-5.5, to api.openai.com): the turn-2 capture with ``size`` bytes of shell
+    turns (reasoning summary, function_call, string output, assistant message) before its last round trip."""
+    body = _shrunk(_fixture("codex/turn2_request.json"), size)
+    return _pad(body, "input", 4, size, _responses_turn)
+
+
+def _responses_turn(k: int) -> list[dict]:
+    cid = f"call_hist_{k:05d}"
+    return [
+        {"type": "function_call", "status": "completed", "id": f"fc_hist_{k:05d}", "name": "shell",
+         "arguments": json.dumps({"command": ["rg", "-n", f"handler_{k}", "src"], "workdir": "/home/dev/project"}),
+         "call_id": cid},
+        {"type": "function_call_output", "call_id": cid, "output": _tool_output(k)},
+        {"type": "message", "role": "assistant", "id": f"msg_hist_{k:05d}",
+         "content": [{"type": "output_text", "text": f"Step {k}: the handlers are in module {k % 997}."}]},
+    ]
+
+
+def history_messages(size: int) -> bytes:
+    """Claude Code (Anthropic Messages, to api.anthropic.com): the single_png turn-2 capture with ``size``
+    bytes of Bash turns (assistant text + tool_use, user tool_result as a string or text blocks) before its
+    last round trip, alternating user/assistant as the API requires."""
+    body = _shrunk(_fixture("claude-code/single_png__turn2.json"), size)
+    return _pad(body, "messages", 2, size, _messages_turn)
+
+
+def _messages_turn(k: int) -> list[dict]:
+    tid = f"toolu_hist_{k:05d}"
+    out = _tool_output(k)
+    content: str | list[dict] = out if k % 2 else [{"type": "text", "text": out}]
+    return [
+        {"role": "assistant", "content": [
+            {"type": "text", "text": f"Looking for handler_{k}."},
+            {"type": "tool_use", "id": tid, "name": "Bash",
+             "input": {"command": f"rg -n handler_{k} src", "description": "Find the handler"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": content}]},
+    ]
+
+
+def history_chat(size: int) -> bytes:
+    """Droid / opencode (Chat Completions, to api.openai.com): Droid 0.225.2's single_image turn-2 capture
+    with ``size`` bytes of Execute turns (assistant tool_calls, tool message with a string) after the user's
+    request, before its last round trip."""
+    body = _shrunk(_fixture("droid/0.225.2__single_image__turn2.json"), size)
+    return _pad(body, "messages", 3, size, _chat_turn)
+
+
+def _chat_turn(k: int) -> list[dict]:
+    cid = f"call_hist_{k:05d}"
+    return [
+        {"role": "assistant", "content": f"Looking for handler_{k}.", "tool_calls": [
+            {"id": cid, "type": "function",
+             "function": {"name": "Execute", "arguments": json.dumps({"command": f"rg -n handler_{k} src"})}}]},
+        {"role": "tool", "tool_call_id": cid, "content": _tool_output(k)},
+    ]
+
+
+def history_images(size: int, images: int = 3, text: int = 200 * 1024) -> bytes:
+    """Codex CLI (Responses, to api.openai.com): a ``text``-byte shell history and ``images`` view_image round
+    trips, each output an ``input_image`` of about (``size`` − ``text``) / ``images`` bytes; the capture's own
+    last round trip ends it. No repair: OpenAI takes images in function_call_output."""
+    body = orjson.loads(history_responses(text))
+    each = max(4, (size - len(dumps(body))) // images // 4 * 4)
+    for n in range(images):
+        cid = f"call_hist_img_{n}"
+        body["input"][4:4] = [
+            {"type": "function_call", "status": "completed", "id": f"fc_hist_img_{n}", "name": "view_image",
+             "arguments": json.dumps({"path": f"/home/dev/project/screen_{n}.png"}), "call_id": cid},
+            {"type": "function_call_output", "call_id": cid,
+             "output": [{"type": "input_image", "image_url": data_url(each, seed=100 + n), "detail": "original"}]},
+        ]
+    return dumps(body)
+
+
+HISTORIES: dict[str, tuple[str, str, Callable[[int], bytes]]] = {
+    # key: (dialect, host, builder)
+    "responses": ("responses", "api.openai.com", history_responses),
+    "messages": ("messages", "api.anthropic.com", history_messages),
+    "chat": ("chat", "api.openai.com", history_chat),
+}
+
+
+NEXT_TURN: dict[str, Callable[[int], list[dict]]] = {
+    # what a session appends to its history each turn: a tool call and its result
+    "responses": lambda k: _responses_turn(k)[:2],
+    "messages": _messages_turn,
+    "chat": _chat_turn,
+}
+
+
+def session(dialect: str, base: bytes, growth: float = 0.1) -> Callable[[int], bytes]:
+    """Request ``i`` of agent sessions whose history is ``base``: ``base`` with turns appended at the end of
+    its message array, as a client resends it, each request extending the one before by one tool round trip.
+    So that a cell's body size stays put, a session ends when it has grown by ``growth`` (at least 4 turns)
+    and the next one starts again from ``base`` (new call ids): llmfix then sees a request it cannot extend,
+    as at the start of any session. Warm-ups (``i < 0``) are the first turns of a session of their own."""
+    body = orjson.loads(base)
+    key = "input" if dialect == "responses" else "messages"
+    items = body[key]
+    turn = NEXT_TURN[dialect]
+    per_turn = sum(len(dumps(t)) + 1 for t in turn(0))
+    length = max(4, int(len(base) * growth / per_turn))
+
+    def request(i: int) -> bytes:
+        n = -i - 1 if i < 0 else i
+        s, k = (n // length, n % length) if i >= 0 else (10_000 + n, 0)
+        new = [t for j in range(k + 1) for t in turn(1_000_000 * (s + 1) + j)]
+        return dumps({**body, key: items + new})
+
+    return request

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -74,7 +75,14 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 MS = 1e3
 CELLS = ("get", "nonllm", "chat2k", "codex200k", "img10m", "codeximg10m", "repair10m", "sse", "concurrent",
          "rss_200k_repair", "rss_10m_new_ids")
-IN_PROCESS = ("pipeline", "stall", "store")  # run after the proxies have stopped
+IN_PROCESS = ("pipeline", "stall", "store", "hist_engine")  # run after the proxies have stopped
+# the history-size sweep (issue 15): one request cell per dialect and size, plus image-heavy bodies
+SWEEP_SIZES = ("2k", "200k", "1m", "5m")
+SWEEP_IMAGES = ("img2m", "img10m3")  # Codex history + three view_image outputs, 2 MB and 10 MB in all
+SWEEP = tuple(f"hist_{d}_{s}" for d in ("responses", "messages", "chat") for s in SWEEP_SIZES) + tuple(
+    f"hist_{i}" for i in SWEEP_IMAGES)
+GROUPS = {"sweep": SWEEP, "sweep_quick": ("hist_responses_200k", "hist_responses_1m", "hist_messages_1m",
+                                          "hist_chat_1m", "hist_img10m3")}
 
 
 # ------------------------------------------------------------------------------------------- modes
@@ -97,6 +105,8 @@ class Plan:
     conc_phases: int  # per proxy
     conc_seconds: float  # per phase
     big_mb: int = 10
+    # history sweep: requests per proxy by body size (2 KB, 200 KB, 1 MB, 5 MB and more)
+    sweep_n: tuple[int, int, int, int] = (600, 200, 60, 20)
 
 
 FULL = Plan(small_n=1000, mid_n=400, big_n=200, sse_streams=40, sse_events=20, sse_gap_ms=10, pipeline_runs=21,
@@ -104,7 +114,7 @@ FULL = Plan(small_n=1000, mid_n=400, big_n=200, sse_streams=40, sse_events=20, s
             conc_phases=3, conc_seconds=8)
 QUICK = Plan(small_n=200, mid_n=60, big_n=12, sse_streams=6, sse_events=10, sse_gap_ms=10, pipeline_runs=5,
              store_entries=100_000, store_lookups=1000, store_remembers=500, rss_requests=150, rss_big_requests=12,
-             conc_phases=1, conc_seconds=3)
+             conc_phases=1, conc_seconds=3, sweep_n=(150, 50, 16, 6))
 
 
 # ------------------------------------------------------------------------------------------- stats
@@ -314,6 +324,8 @@ class Bench:
         self.rows: list[Row] = []
         self.raw: dict[str, Any] = {}
         self.notes: list[str] = []
+        self.sweep: list[dict[str, Any]] = []  # the history-size sweep's rows
+        self.hist_engine: dict[str, Any] = {}
 
     def log(self, msg: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -598,6 +610,105 @@ class Bench:
         self.raw["stall"] = res
 
 
+    # -- history-size sweep (issue 15) --------------------------------------------------------
+
+    def sweep_cell(self, key: str, dialect: str, host: str, base: bytes, items: int, what: str) -> None:
+        """One no-repair session through bare / llmfix / control, request by request in rotating order
+        (``request_cell``); request ``i`` is the history ``base`` plus ``i + 1`` new tool round trips, as a
+        client resends it. Then one row of the sweep table: CPU per request and its ratio, median latency
+        and its delta, and llmfix's added CPU per MB of body."""
+        n = self.plan.sweep_n[min(3, _size_class(len(base)))]
+        body = bodies.session(dialect, base)
+        path = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[dialect]
+        mark = len(self.rows)
+        res = self.request_cell(key, f"{what}, no repair", f"http://{host}{path}", body, n, min(5, n),
+                                1.10)
+        del self.rows[mark:]  # request_cell's rows put a ratio target on latency too: the sweep's own follow
+        by = res["by"]
+        cpu = {lb: by[lb]["cpu_ms_per_req"] for lb in by}
+        p50 = {lb: by[lb]["latency_ms"]["p50"] for lb in by}
+        mb = len(base) / bodies.MB
+        self.sweep.append({
+            "key": key, "what": what, "dialect": dialect, "bytes": len(base), "items": items, "n": n,
+            "cpu_ms": cpu, "latency_p50_ms": p50,
+            "cpu_ratio": cpu["llmfix"] / cpu["bare"], "control_cpu_ratio": cpu["control"] / cpu["bare"],
+            "latency_delta_ms": p50["llmfix"] - p50["bare"], "control_latency_delta_ms": p50["control"] - p50["bare"],
+            "added_cpu_ms_per_mb": (cpu["llmfix"] - cpu["bare"]) / mb,
+            "control_added_cpu_ms_per_mb": (cpu["control"] - cpu["bare"]) / mb,
+            "unexpected_bodies": by["llmfix"]["unexpected_bodies"],
+        })
+        self.rows += [
+            Row(f"{what}, no repair — proxy CPU/req", cpu["bare"], cpu["llmfix"], "ms", "≤ 1.10×", "ratio", 1.10,
+                cpu["control"]),
+            Row(f"{what}, no repair — latency p50", p50["bare"], p50["llmfix"], "ms", "≤ +1 ms", "delta", 1.0,
+                p50["control"]),
+        ]
+
+    def hist_engine_cell(self, cases: dict[str, tuple[str, str, bytes, int]]) -> None:
+        """``engine.process`` alone on each sweep body: CPU time of the calling thread (``time.thread_time``,
+        not wall clock: the machine may be shared), p50 of ``pipeline_runs`` runs, and per MB."""
+        try:
+            process, make = _engine(self.tmp)
+        except Exception as e:
+            self.notes.append(f"hist_engine skipped: cannot set up llmfix.engine: {type(e).__name__}: {e}")
+            return
+        runs = self.plan.pipeline_runs
+        self.log(f"history sweep in-process: {len(cases)} bodies, {runs} runs per 200 KB")
+        res: dict[str, Any] = {}
+        for name, (dialect, host, base, items) in cases.items():
+            k = max(3, min(10 * runs, int(runs * 200 * 1024 / max(len(base), 1))))
+            session = bodies.session(dialect, base)
+            cpu: list[float] = []
+            first: list[float] = []
+            statuses: set[str] = set()
+            for i in range(-1, k):  # request i extends request i - 1 (the first one: the cache's first sight)
+                body = session(i)
+                t0 = time.thread_time()
+                outcome = process(make(dialect, host, body))
+                t1 = time.thread_time()
+                outcome_first = process(make(dialect, host, body), True)
+                t2 = time.thread_time()
+                statuses |= {outcome.status, outcome_first.status}
+                if i >= 0:
+                    cpu.append(t1 - t0)
+                    first.append(t2 - t1)
+            mb = len(base) / bodies.MB
+            res[name] = {"bytes": len(base), "items": items, "runs": k, "status": sorted(statuses),
+                         "engine_cpu_ms_p50": pct(cpu, 50) * MS, "engine_cpu_ms_per_mb": pct(cpu, 50) * MS / mb,
+                         "first_sight_cpu_ms_p50": pct(first, 50) * MS,
+                         "first_sight_cpu_ms_per_mb": pct(first, 50) * MS / mb}
+            if statuses != {"untouched"}:
+                self.notes.append(f"hist_engine: {name} came back {sorted(statuses)}, not untouched")
+        self.raw["hist_engine"] = res
+        self.hist_engine = res
+
+    def sweep_table(self) -> str:
+        if not self.sweep and not self.hist_engine:
+            return ""
+        out = ["| history (no repair) | bytes | items | n | proxy CPU/req bare → llmfix | ratio | control/bare "
+               "| latency p50 bare → llmfix | Δ | control Δ | added CPU per MB | engine.process CPU (per MB) "
+               "| first sight (per MB) |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        eng = self.hist_engine
+        for r in self.sweep:
+            e = eng.get(r["key"])
+            ecol = (f"{e['engine_cpu_ms_p50']:.2f} ms ({e['engine_cpu_ms_per_mb']:.2f}) | "
+                    f"{e['first_sight_cpu_ms_p50']:.2f} ms ({e['first_sight_cpu_ms_per_mb']:.2f})") if e else " |"
+            c, p = r["cpu_ms"], r["latency_p50_ms"]
+            ok = r["cpu_ratio"] <= 1.10
+            out.append(f"| {r['what']} | {r['bytes']:,} | {r['items']:,} | {r['n']} | {c['bare']:.2f} → "
+                       f"{c['llmfix']:.2f} ms | {'' if ok else '**'}{r['cpu_ratio']:.3f}{'' if ok else '**'} "
+                       f"| {r['control_cpu_ratio']:.3f} | {p['bare']:.2f} → {p['llmfix']:.2f} ms "
+                       f"| {r['latency_delta_ms']:+.2f} ms | {r['control_latency_delta_ms']:+.2f} ms "
+                       f"| {r['added_cpu_ms_per_mb']:+.2f} ms | {ecol} |")
+        done = {r["key"] for r in self.sweep}
+        for key, e in eng.items():  # in-process only (the proxy cells did not run)
+            if key not in done:
+                out.append(f"| {e['what']} | {e['bytes']:,} | {e['items']:,} | {e['runs']} | | | | | | | "
+                           f"| {e['engine_cpu_ms_p50']:.2f} ms ({e['engine_cpu_ms_per_mb']:.2f}) "
+                           f"| {e['first_sight_cpu_ms_p50']:.2f} ms ({e['first_sight_cpu_ms_per_mb']:.2f}) |")
+        return "\n".join(out)
+
     # -- memory store ---------------------------------------------------------------------------
 
     def store_cell(self) -> None:
@@ -684,6 +795,34 @@ class Bench:
                               "llmfix numbers for that cell are perturbed by the sampling)")
 
 
+def _size_class(n: int) -> int:
+    """0: up to 100 KB, 1: up to 600 KB, 2: up to 3 MB, 3: larger (the sweep's request counts)."""
+    return 0 if n <= 100 * 1024 else 1 if n <= 600 * 1024 else 2 if n <= 3 * bodies.MB else 3
+
+
+def sweep_bodies(keys: frozenset[str] | tuple[str, ...]) -> dict[str, tuple[str, str, bytes, int, str]]:
+    """The sweep cells wanted: key → (dialect, host, body, items, description), built on demand."""
+    names = {"responses": "Codex-like Responses", "messages": "Claude Code-like Messages",
+             "chat": "Droid/opencode-like Chat"}
+    out: dict[str, tuple[str, str, bytes, int, str]] = {}
+    for key in SWEEP:
+        if key not in keys:
+            continue
+        _, what, *rest = key.split("_")
+        if what in bodies.HISTORIES:
+            dialect, host, build = bodies.HISTORIES[what]
+            body = build(bodies.HISTORY_SIZES[rest[0]])
+            label = f"{names[what]} {rest[0].upper().replace('K', ' KB').replace('M', ' MB')}"
+        else:
+            size = 2 * bodies.MB if what == "img2m" else 10 * bodies.MB
+            dialect, host, body = "responses", "api.openai.com", bodies.history_images(size)
+            label = f"Codex-like Responses {size // bodies.MB} MB, 3 images"
+        obj = orjson.loads(body)
+        items = len(obj.get("input") or obj.get("messages") or [])
+        out[key] = (dialect, host, body, items, label)
+    return out
+
+
 def _loop(port: int, req: Req, stop: threading.Event, sink: list[float], errors: list[BaseException]) -> None:
     """Send ``req`` again and again on one connection until ``stop``; latencies to ``sink``."""
     c = Conn(port)
@@ -714,9 +853,16 @@ def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes]
     def make(dialect: str, host: str, body: bytes) -> Any:
         return engine.Request(Dialect(dialect), host, 443, body, None, uuid.uuid4().hex)
 
-    def process(req: Any) -> Any:
+    def process(req: Any, first_sight: bool = False) -> Any:
+        """``first_sight``: as if llmfix had never seen an earlier request of this session (no prefix cache
+        entry to extend; an llmfix without ``body/prefix.py`` always runs so)."""
+        s = settings
+        if first_sight and hasattr(settings, "prefix"):
+            from llmfix.body.prefix import PrefixCache
+
+            s = dataclasses.replace(settings, prefix=PrefixCache())
         try:
-            return engine.process(req, settings)
+            return engine.process(req, s)
         finally:
             window.finish(req.flow_id)  # as the proxy's response hook does
 
@@ -795,7 +941,9 @@ def main(argv: list[str] | None = None) -> int:
                          "summarise them with bench/pyspy_top.py")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON and markdown results")
     ap.add_argument("--only", default="", metavar="CELLS",
-                    help="run only these cells (comma-separated): " + ", ".join((*CELLS, *IN_PROCESS)))
+                    help="run only these cells (comma-separated): " + ", ".join((*CELLS, *IN_PROCESS)) +
+                         ";\nthe history sweep: " + ", ".join(SWEEP) + "\n(groups: sweep = all of them and "
+                         "hist_engine, sweep_quick = five of them)")
     ap.add_argument("--addon", type=Path, default=ROOT / "addon", metavar="DIR",
                     help="the addon directory to measure (default: addon/); point it at a scratch copy\n"
                          "with a proposed change to measure it against bare mitmdump the same way")
@@ -804,7 +952,10 @@ def main(argv: list[str] | None = None) -> int:
     FIX_SCRIPT = args.addon.resolve() / "fix.py"
     sys.path.insert(0, str(args.addon.resolve()))  # the in-process cells import this llmfix
     only = frozenset(filter(None, args.only.split(",")))
-    unknown = only - {*CELLS, *IN_PROCESS}
+    for group, members in GROUPS.items():
+        if group in only:
+            only = (only - {group}) | set(members) | {"hist_engine"}
+    unknown = only - {*CELLS, *IN_PROCESS, *SWEEP}
     if unknown:
         ap.error(f"unknown cell(s) {sorted(unknown)}")
 
@@ -832,7 +983,7 @@ def main(argv: list[str] | None = None) -> int:
     b = Bench(plan, proxies, tmp, frozenset(filter(None, args.profile.split(","))))
     try:
         with upstream() as up_port:
-            if any(want(c) for c in CELLS):
+            if any(want(c) for c in (*CELLS, *SWEEP)):
                 proxies.update(start_proxies(tmp, up_port))
             if want("rss_200k_repair"):  # first: peak RSS of fresh proxies, before any 10 MB body
                 b.rss_cell()
@@ -864,6 +1015,9 @@ def main(argv: list[str] | None = None) -> int:
             if want("concurrent"):
                 with b.pyspy("concurrent"):
                     b.concurrent_cell(u_chat, b_chat, u_xai, b_repair)
+            sweep = sweep_bodies(tuple(c for c in SWEEP if want(c)))
+            for key, (dialect, host, body, items, what) in sweep.items():
+                b.sweep_cell(key, dialect, host, body, items, what)
             b.raw["status_at_end"] = {lb: p.status() for lb, p in proxies.items()}
             for lb in proxies:
                 if not proxies[lb].running:
@@ -892,6 +1046,11 @@ def main(argv: list[str] | None = None) -> int:
         })
     if want("store"):
         b.store_cell()
+    if want("hist_engine"):
+        engine_bodies = sweep_bodies(SWEEP if not only or not (only & set(SWEEP)) else tuple(only & set(SWEEP)))
+        b.hist_engine_cell({k: (d, h, body, n) for k, (d, h, body, n, _w) in engine_bodies.items()})
+        for k, (_d, _h, _b, _n, w) in engine_bodies.items():
+            b.hist_engine[k]["what"] = w
     shutil.rmtree(tmp, ignore_errors=True)
 
     duration = time.time() - started
@@ -908,6 +1067,15 @@ def main(argv: list[str] | None = None) -> int:
           "control/bare is the run's noise floor, and a miss by less than that is marked *within noise*. "
           "SSE baseline: bare mitmdump with `--set stream_large_bodies=1` (it buffers SSE otherwise).", "",
           table(b.rows)]
+    if sweep_md := b.sweep_table():
+        md += ["", "History-size sweep (issue 15): requests that need no repair, bare / llmfix / control alternating "
+               "request by request. *ratio* = llmfix/bare proxy CPU per request (target ≤ 1.10), *Δ* = median "
+               "latency llmfix − bare (target ≤ +1 ms), *control* columns = the second bare against bare (noise), "
+               "*added CPU per MB* = (llmfix − bare) CPU per request / body MB (target: flat from 200 KB to 5 MB); "
+               "last columns: `engine.process` alone in-process (thread CPU time, p50) and per MB, on the "
+               "session's next turn and on a request llmfix sees first (no earlier request to extend). Request "
+               "*i* of a cell is the history plus *i* + 1 new tool round trips (bytes/items: the history's).",
+               "", sweep_md]
     if b.notes:
         md += ["", "Notes:", *(f"- {n}" for n in b.notes)]
     missed = [r.cell for r in b.rows if r.met is False]
@@ -920,7 +1088,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"{stem}.json").write_text(json.dumps({
         "mode": "quick" if args.quick else "full", "started": started, "duration_s": duration, "machine": info,
         "plan": asdict(plan), "rows": [{**asdict(r), "ratio": r.ratio, "met": r.met} for r in b.rows],
-        "notes": b.notes, "raw": b.raw}, indent=1, default=str))
+        "notes": b.notes, "sweep": b.sweep, "raw": b.raw}, indent=1, default=str))
     print(f"\n[bench] wrote {args.out / stem}.json and .md", file=sys.stderr)
     return 0
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llmfix.body import codec, media
-from llmfix.body.conversation import BadBody, loads, parse, serialize
+from llmfix.body.conversation import BadBody, Conversation, loads, parse, parse_appended, serialize
 from llmfix.body.haystack import Searchable, haystack
+from llmfix.body.prefix import Answers, Hit, PrefixCache, answers_for
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.profiles import ProfileTable
@@ -33,6 +34,7 @@ class Settings:
     memory: Recall | None = None  # tool calls seen before (None: no memory)
     window: Any = None  # a MediaWindow: tool-result media of recent requests (None: restore is off)
     quirks: Any = None  # a retry.learned.LearnedQuirks: flags learned from upstream rejections (None: none)
+    prefix: PrefixCache | None = field(default_factory=PrefixCache)  # recent bodies (None: parse every body whole)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,23 @@ def _not_an_object(data: bytes) -> str | None:
     return None
 
 
+LIGHT_BYTES = 1536 * 1024
+LIGHT_ITEMS = 1500
+"""An append of a kept body up to this size and item count is :func:`light`."""
+
+
+def light(req: Request, settings: Settings) -> bool:
+    """Whether :func:`process` will handle ``req`` in well under the GIL's 5 ms switch interval whatever its
+    size: an append of a recent body (``body.prefix``) of at most :data:`LIGHT_BYTES` and :data:`LIGHT_ITEMS`,
+    not content-encoded. Running such a request in a worker thread gains the event loop nothing (it gets the
+    GIL back no sooner) and costs the thread hand-off (~0.3 ms of CPU, more on a busy machine)."""
+    cache = settings.prefix
+    if cache is None or req.content_encoding not in (None, "", "identity") or len(req.raw) > LIGHT_BYTES:
+        return False
+    entry = cache.peek(str(req.dialect), req.raw)
+    return entry is not None and len(entry.items) <= LIGHT_ITEMS
+
+
 def process(req: Request, settings: Settings) -> Outcome:
     """Repair one request body; never raises for bad input (only for llmfix's own bugs)."""
     if len(req.raw) > settings.max_body:
@@ -118,18 +137,21 @@ def _process(req: Request, settings: Settings) -> Outcome:
     table = settings.table
     learned = settings.quirks.flags(req.host, req.port, req.dialect) if settings.quirks is not None else ()
     host_only = table.resolve(req.host, req.port, None, req.dialect, learned)
-    hay = haystack(data)
+    cache = settings.prefix
+    hit = cache.find(str(req.dialect), data) if cache is not None else None
+    hay = answers_for(data, hit) if cache is not None else haystack(data)
     todo = pipeline.candidates(req.dialect, host_only.profile, hay, settings.enabled)
     learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
     observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
     # parsed and typed even when nothing may change, whatever the size: bad JSON or a wrong shape gets its warning.
     # A 10 MB image body costs ~2 ms more than skipping the parse; 1,000,000 small items ~2 s of the worker.
-    conv = parse(req.dialect, loads(data))
+    conv, new = _conversation(req.dialect, data, cache, hit, hay)
     if conv is None:
         return Outcome("untouched", profile=host_only.profile.name)
-    if learn:
+    if learn:  # from the items not seen before: an earlier request's were learned then
         memory = settings.memory
-        memory.remember(calls_in_request(str(req.dialect), conv.body, memory.recently_written))
+        seen = conv.body if new is None else {conv.key: new}
+        memory.remember(calls_in_request(str(req.dialect), seen, memory.recently_written))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect,
@@ -161,6 +183,28 @@ def _process(req: Request, settings: Settings) -> Outcome:
     )
 
 
+def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit: Hit | None,
+                  hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None]:
+    """The typed conversation of ``data``, and the raw items it appends to a body seen before (None: the whole
+    body was parsed). An append of a recent body (``hit``, see ``body.prefix``) has only its new items parsed
+    and validated; any other body is parsed whole and typed. Either is kept for its own successor."""
+    answers = hay.answers if isinstance(hay, Answers) else None
+    if hit is None:
+        conv = parse(dialect, loads(data))
+        if conv is not None and cache is not None:
+            cache.keep(str(dialect), data, conv.body, conv.key, conv.items, answers=answers)
+        return conv, None
+    entry = hit.entry
+    key = _ITEM_KEY[dialect]
+    body = {**entry.body, key: entry.raw + hit.new}
+    conv = parse_appended(dialect, body, entry.items, hit.new)
+    if cache is not None:
+        cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail), answers=answers)
+    return conv, hit.new
+
+
+_ITEM_KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}
+
 _TOOL_RESULTS = {
     Dialect.CHAT: (b'"tool"',),
     Dialect.RESPONSES: (b"_call_output",),
@@ -168,5 +212,5 @@ _TOOL_RESULTS = {
 }
 
 
-def _has_tool_results(dialect: Dialect, data: Searchable) -> bool:
+def _has_tool_results(dialect: Dialect, data: Searchable | Answers) -> bool:
     return any(n in data for n in _TOOL_RESULTS[dialect])

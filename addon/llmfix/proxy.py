@@ -132,7 +132,8 @@ class LLMFix:
             return
         req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
         try:
-            if len(raw) >= OFFLOAD_BYTES or self.offload:
+            # a network memory is never waited for on the event loop; a light append needs no thread
+            if self.offload or (len(raw) >= OFFLOAD_BYTES and not engine.light(req, settings)):
                 outcome = await asyncio.to_thread(engine.process, req, settings)
             else:
                 outcome = engine.process(req, settings)

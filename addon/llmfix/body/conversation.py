@@ -86,17 +86,29 @@ def parse(dialect: Dialect, body: Any) -> Conversation | None:
     raw = check_shape(dialect, body)
     if raw is None:
         return None
+    return Conversation(dialect, body, typed(dialect, raw))
+
+
+def parse_appended(dialect: Dialect, body: dict[str, Any], old: list[Any], new: list[Any]) -> Conversation:
+    """The conversation of ``body`` whose message array is ``old`` (typed, from an earlier request with the
+    same bytes, see :mod:`llmfix.body.prefix`) followed by the raw items ``new``: only ``new`` is validated,
+    and a bad one raises :class:`BadBody` naming its index in the whole array, as :func:`parse` would."""
+    return Conversation(dialect, body, old + typed(dialect, new, len(old)))
+
+
+def typed(dialect: Dialect, raw: list[Any], offset: int = 0) -> list[Any]:
+    """``raw`` items validated as ``dialect``'s messages; :class:`BadBody` names the first bad one, counting
+    from ``offset``."""
     try:
-        items = _validate(dialect, raw)
+        return _validate(dialect, raw)
     except _Invalid as bad:
         err = max(bad.error.errors(), key=lambda er: len(er["loc"]))
         parts = [p for p in err["loc"] if not _is_tag(p)]
         parts = [p for i, p in enumerate(parts) if i + 1 >= len(parts) or parts[i + 1] != p]
         if parts and isinstance(parts[0], int):
-            parts[0] += bad.offset
+            parts[0] += bad.offset + offset
         loc = _KEY[dialect] + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
         raise BadBody(f"unexpected shape at {loc}: {err['msg']}") from None
-    return Conversation(dialect, body, items)
 
 
 class _Invalid(Exception):

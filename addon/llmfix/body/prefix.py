@@ -1,0 +1,248 @@
+"""Recognising a request that is an earlier request plus new items, so only the new items are parsed.
+
+Why: an agent session (Codex, Claude Code, Droid, opencode) resends its whole history on every turn, and
+request N+1 is request N with a few items appended to its message array (``input`` / ``messages``). Parsing
+and type-validating megabytes of history that llmfix validated a moment ago was most of its cost on the
+requests that need no repair (issue 15: ~10 ms of CPU per MB of history, on every turn).
+
+What is certain, and how it is checked. For a body P that parsed into a valid conversation, :func:`split`
+finds ``e``, the offset of the ``]`` that closes P's message array, and keeps ``head = P[:e]`` (without
+the whitespace before the ``]``) and ``tail = P[e:]`` (the ``]``, the top-level members after the array,
+the final ``}``). A later body B is an append of P when ``B.startswith(head)``, ``B.endswith(tail)`` and
+the bytes between, ``X``, are empty or ``,`` + a list of complete JSON values (``b"[" + X[1:] + b"]"``
+parses, with the parser of the whole path). Then B parses
+to P's object with those values appended to the message array, and nothing else differs: the bytes
+before the array's end and after it are P's own, and ``X`` only adds elements to the open array.
+
+``e`` itself is found from P's parsed object, never guessed: the tail must parse (as ``{`` + its
+members) to exactly P's members after the message array, which puts ``e`` at the end of a top-level
+member (a ``]`` inside a string or a nested value leaves the tail unbalanced); among the candidates the
+leftmost one is taken, and P is not kept when a top-level member before the array is itself an array or
+the tail names the array's key (the only ways a duplicate top-level key could make that member another
+one). A body whose tail is not found is simply not kept: the full path handles it, as before.
+
+The byte questions asked before parsing (``needle in body``, which repairs could apply) are answered from
+P's answers and B's new bytes alone (:class:`Answers`).
+
+The cache holds a few recent bodies (bounded by count and bytes), shared by every flow and thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pydantic_core
+
+from llmfix.body.haystack import Searchable, haystack
+
+MAX_ENTRIES = 16
+MAX_BYTES = 48 * 1024 * 1024
+"""Memory the kept bodies may hold, counted as twice their raw size (the bytes, and the parsed strings:
+what dominates, base64 images and tool outputs, is held once in each). A body over a quarter of this is
+not kept; a session's entry is replaced by its next request's, so a few concurrent sessions fit."""
+MIN_SIZE = 16 * 1024
+"""Smaller bodies parse in well under a millisecond: not worth a cache entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    head: bytes  # the body up to its message array's last item (whitespace before the closing ] left out)
+    tail: bytes  # from that ] to the end
+    body: dict[str, Any]  # the parsed top-level object (its message array: ``raw``)
+    raw: list[Any]  # the message array as parsed JSON
+    items: list[Any]  # the same, typed (frozen wire models)
+    size: int  # what it counts against MAX_BYTES: twice the body's length
+    answers: dict[bytes, bool]  # ``needle in body`` answers given for this body (see :class:`Answers`)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    entry: Entry
+    new: list[Any]  # the appended items, parsed JSON (not yet typed)
+
+
+def _loads(data: bytes) -> Any:
+    """The parser of the full path (``body.conversation.loads``), so both read a body alike."""
+    return pydantic_core.from_json(data, allow_inf_nan=False)
+
+
+def _tail_candidates(data: bytes, first_tail_key: str | None) -> list[int]:
+    """Offsets of ``]`` that may close the message array, leftmost first."""
+    if first_tail_key is None:  # the array is the last member: ``]`` then only whitespace and ``}``
+        end = len(data.rstrip())
+        if end and data[end - 1 : end] == b"}":
+            inner = len(data[: end - 1].rstrip())
+            if inner and data[inner - 1 : inner] == b"]":
+                return [inner - 1]
+        return []
+    key = orjson.dumps(first_tail_key)
+    out: list[int] = []
+    pos = data.find(key)
+    while pos >= 0 and len(out) < 8:  # each ``"key"`` preceded by ``]``, ``,`` and whitespace only
+        before = data[max(0, pos - 64) : pos].rstrip()
+        if before.endswith(b","):
+            before = before[:-1].rstrip()
+            if before.endswith(b"]"):
+                out.append(max(0, pos - 64) + len(before) - 1)
+        pos = data.find(key, pos + 1)
+    return out
+
+
+def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
+    """The offset of the ``]`` closing ``body[key]`` in ``data`` (see the module docstring), or None."""
+    keys = list(body)
+    if key not in body or not isinstance(body[key], list) or not body[key]:
+        return None
+    at = keys.index(key)
+    if any(isinstance(body[k], list) for k in keys[:at]):
+        return None
+    after = keys[at + 1 :]
+    want = {k: body[k] for k in after}
+    for e in _tail_candidates(data, after[0] if after else None):
+        rest = data[e + 1 :].lstrip()
+        if not after:
+            return e
+        if not rest.startswith(b","):
+            continue
+        if orjson.dumps(key) in rest:
+            return None
+        try:
+            got = _loads(b"{" + rest[1:])
+        except ValueError:
+            continue
+        if got == want and list(got) == after:
+            return e
+    return None
+
+
+def appended(data: bytes, entry: Entry) -> list[Any] | None:
+    """The items ``data`` appends to ``entry``'s body, or None when it is not such an append."""
+    h, t = len(entry.head), len(entry.tail)
+    if len(data) < h + t or not data.startswith(entry.head) or not data.endswith(entry.tail):
+        return None
+    middle = data[h : len(data) - t].strip()
+    if not middle:
+        return []
+    if not middle.startswith(b","):
+        return None
+    try:
+        new = _loads(b"[" + middle[1:] + b"]")
+    except ValueError:
+        return None
+    return new if isinstance(new, list) else None
+
+
+MARGIN = 64
+"""Needles longer than this are searched in the whole body (none of llmfix's is)."""
+
+
+class Answers:
+    """``needle in body`` (as :func:`llmfix.body.haystack.haystack` answers it), remembering every answer so
+    that a body appending to this one can answer from them.
+
+    For an append B of a kept body P, ``needle in B`` is true when it is in P's head or tail, or in the bytes
+    B adds: P's answer (true also for a match of P's that the haystack would have skipped or that straddled
+    the array's end, so never false when B's is true) or a search of B's new bytes with :data:`MARGIN` bytes
+    of context on each side. A true answer makes a repair a candidate, which then looks for itself: an
+    answer may be true where the whole search says false, never the other way round."""
+
+    __slots__ = ("_data", "_hay", "_known", "_region", "answers")
+
+    def __init__(self, data: bytes, known: dict[bytes, bool] | None = None, region: tuple[int, int] = (0, 0)) -> None:
+        self._data = data
+        self._hay: Searchable | None = None
+        self._known = known
+        self._region = region
+        self.answers: dict[bytes, bool] = {}
+
+    def __contains__(self, needle: bytes) -> bool:
+        got = self.answers.get(needle)
+        if got is None:
+            if self._known is not None and len(needle) <= MARGIN and needle in self._known:
+                a, b = self._region
+                got = self._known[needle] or self._data.find(needle, max(0, a - MARGIN), b + MARGIN) >= 0
+            else:
+                if self._hay is None:
+                    self._hay = haystack(self._data)
+                got = needle in self._hay
+            self.answers[needle] = got
+        return got
+
+
+def answers_for(data: bytes, hit: Hit | None) -> Answers:
+    """The needle answers for ``data``: from the kept body it appends to when there is one."""
+    if hit is None:
+        return Answers(data)
+    start = len(hit.entry.head)
+    return Answers(data, hit.entry.answers, (start, len(data) - len(hit.entry.tail)))
+
+
+class PrefixCache:
+    """Recent valid bodies, per dialect; :meth:`find` recognises an append of one of them."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES, min_size: int = MIN_SIZE) -> None:
+        self.max_entries, self.max_bytes, self.min_size = max_entries, max_bytes, min_size
+        self._entries: OrderedDict[tuple[str, int], Entry] = OrderedDict()
+        self._bytes = 0
+        self._serial = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def peek(self, dialect: str, data: bytes) -> Entry | None:
+        """The kept body ``data`` appends to, if any; unlike :meth:`find`, counts and changes nothing."""
+        if len(data) < self.min_size:
+            return None
+        with self._lock:
+            entries = [e for k, e in reversed(self._entries.items()) if k[0] == dialect]
+        return next((e for e in entries if appended(data, e) is not None), None)
+
+    def find(self, dialect: str, data: bytes) -> Hit | None:
+        if len(data) < self.min_size:
+            return None
+        with self._lock:
+            entries = [(k, e) for k, e in reversed(self._entries.items()) if k[0] == dialect]
+        for k, entry in entries:
+            new = appended(data, entry)
+            if new is not None:
+                with self._lock:
+                    self.hits += 1
+                    self._drop(k)  # the session moved on: its next request replaces this entry
+                return Hit(entry, new)
+        with self._lock:
+            self.misses += 1
+        return None
+
+    def keep(self, dialect: str, data: bytes, body: dict[str, Any], key: str, items: list[Any],
+             end: int | None = None, answers: dict[bytes, bool] | None = None) -> None:
+        """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
+        ``end``: the array's closing offset when the caller knows it (an append of a kept body);
+        ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later)."""
+        if len(data) < self.min_size or 2 * len(data) > self.max_bytes // 2:
+            return
+        if end is None:
+            end = split(data, body, key)
+            if end is None:
+                return
+        entry = Entry(data[:end].rstrip(), data[end:], body, body[key], items, 2 * len(data),
+                      answers if answers is not None else {})  # pretty JSON indents the ]
+        with self._lock:
+            self._serial += 1
+            k = (dialect, self._serial)
+            self._entries[k] = entry
+            self._bytes += entry.size
+            while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+                self._drop(next(iter(self._entries)))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def _drop(self, k: tuple[str, int]) -> None:
+        entry = self._entries.pop(k, None)
+        if entry is not None:
+            self._bytes -= entry.size

@@ -1,0 +1,87 @@
+"""The prefix fast path (``body/prefix.py``, issue 15) under generated sessions: every turn of a generated
+conversation, sent as a client resends its history, gets from an llmfix that recognises appends exactly
+the answer of an llmfix that parses every body whole — status, warning text, repaired bytes, change lines,
+what memory learned — and the recognising one does recognise the appends.
+
+Turns are also mutated the ways a session may break an append (an edited old item, a changed top-level
+field, a truncated or malformed new item), so the fast path must fall back, or warn, exactly as the whole
+parse does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from llmfix import engine
+from llmfix.body.prefix import PrefixCache
+from llmfix.engine import Request, Settings
+from llmfix.memory.media_window import MediaWindow
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
+from llmfix.route import Dialect
+from tests.property.budget import BUDGET
+from tests.property.strategies import CONVERSATIONS, HOSTS
+from tests.property.test_promises import Tick
+
+MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat")
+
+
+def mutate(raw: bytes, kind: str, key: str) -> bytes:
+    """``raw`` broken the way ``kind`` says (still a body a client could send, or a malformed one)."""
+    if kind == "none" or kind == "repeat":
+        return raw
+    body = orjson.loads(raw)
+    items = body[key] if isinstance(body.get(key), list) else []
+    if kind == "edit_old" and items:
+        items[0] = {**items[0], "role": "user", "content": "edited"}
+    elif kind == "change_top":
+        body["temperature"] = 0.5
+    elif kind == "bad_new" and items:
+        items[-1] = {**items[-1], "content": 42}
+    elif kind == "truncate":
+        return raw[: len(raw) * 2 // 3]
+    return orjson.dumps(body)
+
+
+def answer(settings: Settings, dialect: str, host: str, raw: bytes, flow: str) -> tuple[Any, ...]:
+    o = engine.process(Request(Dialect(dialect), host, 443, raw, None, flow), settings)
+    settings.window.finish(flow)
+    return o.status, o.reason, o.body, o.lines, o.profile, o.model
+
+
+@pytest.mark.parametrize("host", ["openai", "xai", "anthropic"])
+@pytest.mark.parametrize("dialect", list(CONVERSATIONS))
+@BUDGET
+@given(data=st.data())
+def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.DataObject) -> None:
+    conv = data.draw(CONVERSATIONS[dialect](host), label="conversation")
+    cache = PrefixCache(min_size=0)
+    fast = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=cache)
+    whole = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=None)
+    try:
+        appends = 0  # turns that extend the request before them byte for byte (or repeat it)
+        clean = False
+        for turns in range(1, len(conv.chunks) + 1):
+            kind = data.draw(st.sampled_from(MUTATIONS), label=f"turn {turns}")
+            raw = mutate(conv.raw(turns), kind, conv.key)
+            for copy in range(2 if kind == "repeat" else 1):
+                flow = f"t{turns}.{copy}"
+                got = answer(fast, dialect, HOSTS[host].name, raw, flow)
+                assert got == answer(whole, dialect, HOSTS[host].name, raw, flow), f"turn {turns} ({kind})"
+            now_clean = kind in ("none", "repeat")
+            appends += (clean and now_clean) + (kind == "repeat")
+            clean = now_clean
+        known = {c.call_id for c in conv.calls}
+        assert fast.memory.lookup(sorted(known)).keys() == whole.memory.lookup(sorted(known)).keys()
+        event(f"recognised appends: {'some' if cache.hits else 'none'}")
+        if appends:
+            assert cache.hits, "no append was recognised"
+    finally:
+        fast.memory.close()
+        whole.memory.close()
+

@@ -1,0 +1,239 @@
+"""body/prefix.py: a request that appends items to an earlier one is recognised with certainty, and
+llmfix's answer for it is exactly the answer of parsing it whole (issue 15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from llmfix import engine
+from llmfix.body.prefix import PrefixCache, answers_for, appended, split
+from llmfix.memory.recall import Recall
+from llmfix.memory.sqlite import SqliteStore
+from llmfix.route import Dialect
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def fixture(rel: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / rel).read_text())
+
+
+def compact(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def pretty(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, indent=2, ensure_ascii=False).encode()
+
+
+# -- split: where the message array ends --------------------------------------------------------
+
+
+@pytest.mark.parametrize("dumps", [compact, pretty])
+def test_split_finds_the_end_of_the_message_array(dumps: Any) -> None:
+    body = fixture("codex/turn2_request.json")  # input is followed by tools, tool_choice, …
+    data = dumps(body)
+    e = split(data, orjson.loads(data), "input")
+    assert e is not None and data[e : e + 1] == b"]"
+    assert orjson.loads(data[:e] + b',{"type":"message","role":"user","content":"x"}' + data[e:])["input"][-1] == {
+        "type": "message", "role": "user", "content": "x"}
+
+
+def test_split_when_the_array_is_the_last_member() -> None:
+    data = b'{"model":"m","messages":[{"role":"user","content":"hi"}]  }'
+    assert split(data, orjson.loads(data), "messages") == data.index(b"]  }")
+
+
+@pytest.mark.parametrize("data", [
+    # a top-level array before the message array: with duplicate keys its twin could sit where ours ends
+    b'{"x":[0],"messages":[{"role":"user","content":"a"}],"x":[1],"tools":[]}',
+    # the tail names the message array's key again (a duplicate key: the parser keeps the last one)
+    b'{"messages":[{"role":"user","content":"a"}],"tools":[],"messages":[{"role":"user","content":"b"}]}',
+    # an empty array: nothing to append to
+    b'{"messages":[],"tools":[]}',
+])
+def test_split_refuses_what_it_cannot_be_sure_of(data: bytes) -> None:
+    assert split(data, orjson.loads(data), "messages") is None
+
+
+def test_split_takes_the_leftmost_end_when_a_tail_key_repeats() -> None:
+    data = b'{"messages":[{"role":"user","content":"a"}],"tools":[1],"tools":[2]}'
+    e = split(data, orjson.loads(data), "messages")
+    assert e == data.index(b'],"tools"')
+
+
+def test_split_is_not_fooled_by_the_key_inside_the_history() -> None:
+    # the first tail key also appears inside a message, right after a nested array
+    data = (b'{"messages":[{"role":"user","content":[{"type":"text","text":"a"}],"tools":"x"},'
+            b'{"role":"user","content":"b"}],"tools":[]}')
+    e = split(data, orjson.loads(data), "messages")
+    assert e == data.rindex(b'],"tools"')
+
+
+# -- appended: what the new request adds ---------------------------------------------------------
+
+
+def entry_for(data: bytes, key: str) -> Any:
+    cache = PrefixCache(min_size=0)
+    body = orjson.loads(data)
+    cache.keep("chat", data, body, key, ["typed"] * len(body[key]))
+    (e,) = cache._entries.values()
+    return e
+
+
+def test_appended_items_and_non_appends() -> None:
+    data = b'{"messages":[{"role":"user","content":"a"}],"model":"m"}'
+    e = entry_for(data, "messages")
+    assert appended(data, e) == []
+    assert appended(b'{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"model":"m"}',
+                    e) == [{"role": "user", "content": "b"}]
+    for other in (
+        b'{"messages":[{"role":"user","content":"a"}],"model":"n"}',  # the tail changed
+        b'{"messages":[{"role":"user","content":"A"}],"model":"m"}',  # the history changed
+        b'{"messages":[{"role":"user","content":"a"}{"role":"user"}],"model":"m"}',  # no comma: bad JSON
+        b'{"messages":[{"role":"user","content":"a"},{"role":"user",],"model":"m"}',  # bad JSON
+        b'{"messages":[{"role":"user","content":"a"}],"x":[1],"model":"m"}',  # not inside the array
+    ):
+        assert appended(other, e) is None, other
+
+
+# -- the engine: the same answer as parsing whole ------------------------------------------------
+
+
+def session(body: dict[str, Any], key: str, new: list[list[dict[str, Any]]]) -> list[bytes]:
+    """``body``, then ``body`` with each group of ``new`` items appended in turn (as a client resends it)."""
+    out, items = [], list(body[key])
+    out.append(compact(body))
+    for group in new:
+        items += group
+        out.append(compact({**body, key: items}))
+    return out
+
+
+def run(dialect: Dialect, host: str, bodies: list[bytes], prefix: PrefixCache | None,
+        tmp_path: Path) -> tuple[list[tuple[Any, ...]], Recall]:
+    memory = Recall(SqliteStore(tmp_path / f"m{id(prefix)}.sqlite3"))
+    settings = engine.Settings(memory=memory, prefix=prefix)
+    got = []
+    for i, raw in enumerate(bodies):
+        o = engine.process(engine.Request(dialect, host, 443, raw, None, f"flow{i}"), settings)
+        got.append((o.status, o.reason, o.body, tuple(o.lines), o.profile, o.model))
+    return got, memory
+
+
+CHAT_TURNS = [
+    [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_new_1", "type": "function",
+         "function": {"name": "Execute", "arguments": "{\"command\":\"ls\"}"}}]},
+     {"role": "tool", "tool_call_id": "call_new_1", "content": "a.png\nb.png"}],
+    [{"role": "user", "content": "and now?"}],
+    # an image inside a tool message: OpenAI rejects it, llmfix must hoist it on the fast path too
+    [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_new_2", "type": "function", "function": {"name": "Read", "arguments": "{}"}}]},
+     {"role": "tool", "tool_call_id": "call_new_2", "content": [
+         {"type": "text", "text": "b.png"},
+         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}],
+    # a malformed new item: the one warning, naming its place in the whole array
+    [{"role": "user", "content": 42}],
+]
+
+
+def test_chat_session_same_answers_with_and_without_the_cache(tmp_path: Path) -> None:
+    body = fixture("droid/0.225.2__single_image__turn2.json")  # 50 KB: over the cache's minimum size
+    bodies = session(body, "messages", CHAT_TURNS)
+    cache = PrefixCache()
+    fast, memory = run(Dialect.CHAT, "api.openai.com", bodies, cache, tmp_path)
+    whole, _ = run(Dialect.CHAT, "api.openai.com", bodies, None, tmp_path)
+    assert fast == whole
+    assert cache.hits == len(CHAT_TURNS) - 0  # every later turn recognised (the malformed one too)
+    assert [s for s, *_ in fast] == ["untouched", "untouched", "untouched", "repaired", "failed"]
+    n = len(body["messages"])
+    assert fast[-1][1] == f"unexpected shape at messages[{n + 5}].content: Input should be a valid string"
+    assert "call_new_1" in memory.lookup(["call_new_1"])  # learned from an appended item
+
+
+def test_responses_session_repairs_on_the_fast_path(tmp_path: Path) -> None:
+    """pi-ai → xAI needs hoist-tool-media in every turn: each later turn, recognised as an append, is
+    repaired byte for byte as the whole parse repairs it."""
+    body = fixture("pi-ai/xai_responses.json")
+    body["instructions"] = "x" * 20_000  # over the cache's minimum size
+    turns = [[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"turn {k}"}]}]
+             for k in range(3)]
+    bodies = session(body, "input", turns)
+    cache = PrefixCache()
+    fast, _ = run(Dialect.RESPONSES, "api.x.ai", bodies, cache, tmp_path)
+    whole, _ = run(Dialect.RESPONSES, "api.x.ai", bodies, None, tmp_path)
+    assert fast == whole
+    assert cache.hits == 3
+    assert {s for s, *_ in fast} == {"repaired"}
+
+
+def test_edited_history_is_parsed_whole(tmp_path: Path) -> None:
+    body = fixture("claude-code/single_png__turn2.json")
+    first = compact(body)
+    edited = dict(body, messages=[*body["messages"][:-1], {"role": "user", "content": "compacted"}])
+    cache = PrefixCache()
+    fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], cache, tmp_path)
+    whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], None, tmp_path)
+    assert fast == whole
+    assert cache.hits == 0 and cache.misses == 2
+
+
+def test_cache_is_bounded() -> None:
+    cache = PrefixCache(max_entries=2, min_size=0)
+    for i in range(5):
+        data = b'{"messages":[{"role":"user","content":"%d"}]}' % i
+        cache.keep("chat", data, orjson.loads(data), "messages", [None])
+    assert len(cache._entries) == 2
+    cache = PrefixCache(max_bytes=1000, min_size=0)  # each body counts twice its size
+    data = b'{"messages":[{"role":"user","content":"' + b"x" * 60 + b'"}]}'
+    for _ in range(10):
+        cache.keep("chat", data, orjson.loads(data), "messages", [None])
+    assert len(cache._entries) == 1000 // (2 * len(data)) and cache._bytes <= 1000
+    big = b'{"messages":[{"role":"user","content":"' + b"x" * 300 + b'"}]}'  # over a quarter: not kept
+    cache.keep("chat", big, orjson.loads(big), "messages", [None])
+    assert cache.peek("chat", big) is None
+
+
+# -- Answers: the byte questions of an append, from the earlier body's answers -------------------
+
+
+def test_answers_of_an_append_never_miss_a_needle() -> None:
+    first = b'{"messages":[{"role":"user","content":"alpha"}],"model":"m"}'
+    cache = PrefixCache(min_size=0)
+    hay = answers_for(first, None)
+    assert b"alpha" in hay and b'"tool"' not in hay and b"beta" not in hay
+    cache.keep("chat", first, orjson.loads(first), "messages", [None], answers=hay.answers)
+    later = b'{"messages":[{"role":"user","content":"alpha"},{"role":"tool","content":"beta"}],"model":"m"}'
+    hit = cache.find("chat", later)
+    assert hit is not None
+    hay = answers_for(later, hit)
+    assert b"alpha" in hay  # from the earlier body's answer
+    assert b'"tool"' in hay and b"beta" in hay  # in the new bytes (asked before: false for the earlier body)
+    assert b'a"}' + b',{"role"' in hay  # straddles the end of the old items and the new bytes
+    assert b'"model":"m"' in hay  # in the tail, never asked before: searched in the whole body
+    assert b"gamma" not in hay
+    long = b'{"role":"tool","content":"beta"}],"model":"m"}' + b" " * 40
+    assert (long in hay) is False and len(long) > 64
+
+
+def test_light_requests_are_appends_of_kept_bodies(tmp_path: Path) -> None:
+    body = fixture("droid/0.225.2__single_image__turn2.json")
+    first, second = session(body, "messages", CHAT_TURNS[:1])
+    settings = engine.Settings()
+
+    def req(raw: bytes, encoding: str | None = None) -> engine.Request:
+        return engine.Request(Dialect.CHAT, "api.openai.com", 443, raw, encoding, "f")
+
+    assert not engine.light(req(first), settings)  # never seen: parsed whole, may take long
+    assert engine.process(req(first), settings).status == "untouched"
+    assert engine.light(req(second), settings)
+    assert engine.light(req(first), settings)  # the same body again
+    assert not engine.light(req(second, "gzip"), settings)
+    assert not engine.light(req(second), engine.Settings(prefix=None))
+    assert settings.prefix is not None and settings.prefix.hits == 0  # light() only looks
