@@ -9,12 +9,17 @@ with text or images. Each turn is resent with the whole history, and for every t
 - every system text reaches the upstream exactly once, wrapped, in conversation order; every other text
   and every image exactly as often as sent; assistant messages unchanged; cache markers neither added nor lost;
 - idempotent, deterministic, and turn N's repaired messages a byte-exact prefix of turn N+1's;
-- ``api.anthropic.com`` (which takes system messages) gets every turn byte-identical.
+- ``api.anthropic.com`` (which takes system messages) gets every turn byte-identical — unless a system
+  message sits between a tool_use and its results: Anthropic rejects that placement ("never between a
+  ``tool_use`` and its ``tool_result`` … Placing it elsewhere returns a 400 error", session-killers.md §2.4,
+  [181] platform.claude.com mid-conversation-system-messages), so pair-tool-calls moves the results (and
+  only pair-tool-calls changes anything) and the strict Anthropic mock accepts the result.
 """
 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -89,6 +94,12 @@ def run(host: str, messages: list[dict[str, Any]]) -> tuple[engine.Outcome, byte
     return out, sent, orjson.loads(sent)
 
 
+def splits_a_tool_turn(messages: list[dict[str, Any]]) -> bool:
+    """A system message right after an assistant's tool_use, i.e. between the tool_use and its results."""
+    return any(m["role"] == "assistant" and any(b.get("type") == "tool_use" for b in m["content"])
+               and n["role"] == "system" for m, n in pairwise(messages))
+
+
 def texts(messages: list[dict[str, Any]]) -> list[str]:
     found: list[str] = []
     for m in messages:
@@ -131,5 +142,11 @@ def test_fold_promises(turns: list[list[dict[str, Any]]], host: str) -> None:
             assert items.startswith(previous)  # prefix-stable
         previous = items
         assert bool(out.changes) == any(m["role"] == "system" for m in messages)
-        raw_out, _, _ = run("api.anthropic.com", messages)
-        assert raw_out.status == "untouched"
+        raw_out, _, anthropic_got = run("api.anthropic.com", messages)
+        if splits_a_tool_turn(messages):  # Anthropic rejects this placement (session-killers.md §2.4 [181])
+            assert raw_out.status == "repaired"
+            assert {c.repair for c in raw_out.changes} == {"pair-tool-calls"}
+            assert check("anthropic", "/v1/messages", anthropic_got) is None
+            assert sorted(texts(anthropic_got["messages"])) == sorted(texts(messages))  # moved, none invented/lost
+        else:
+            assert raw_out.status == "untouched"
