@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -33,6 +34,16 @@ needs_redis = pytest.mark.skipif(
     not Path(REDIS_SERVER).exists() and os.environ.get("LLMFIX_REQUIRE_REDIS") != "1",
     reason="redis-server is not installed (apt-get install redis-server; .ci/run does)",
 )
+
+
+def until(condition: Callable[[], object], timeout: float = 10.0) -> bool:
+    """Poll ``condition`` until true or ``timeout`` (a bounded wait, never a timed assert)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return bool(condition())
 
 
 def free_port() -> int:

@@ -25,7 +25,7 @@ import pytest
 
 from tests.e2e.gateway import Gateway
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
-from tests.redis_server import RedisServer, needs_redis
+from tests.redis_server import RedisServer, needs_redis, until
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 
@@ -46,15 +46,6 @@ IMAGE = CODEX["input"][-1]["output"][0]
 TIMEOUT_S = 5  # llmfix_memory_timeout of the instances: the most a request waits for a hung Redis
 UNREACHABLE = "Redis is unreachable"
 BACK = "Redis is back"
-
-
-def until(condition: Callable[[], object], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return bool(condition())
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import MemoryStoreError, Quirk, ToolCall
 from llmfix.route import Dialect
 from tests.conftest import fixture_json
-from tests.redis_server import RedisServer, needs_redis
+from tests.redis_server import RedisServer, needs_redis, until
 
 pytestmark = [needs_redis, pytest.mark.timeout(60)]
 
@@ -30,16 +30,6 @@ CODEX = fixture_json("codex/turn2_request.json")
 CALL = CODEX["input"][-1]["call_id"]
 IMAGE = CODEX["input"][-1]["output"][0]
 DAY = 86400
-
-
-def until(condition: Callable[[], object], timeout: float = 10.0) -> bool:
-    """Poll ``condition`` until true or ``timeout`` (a bounded wait, never a timed assert)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return bool(condition())
 
 
 @pytest.fixture(scope="module")
