@@ -9,7 +9,7 @@ in ``Change.dropped`` by its digest.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -213,18 +213,47 @@ def _may_change(item: Any) -> bool:
         str(item.get("type", "")).endswith("_call_output")
 
 
-def untouched_items_kept(sent_items: list[Any], got_items: list[Any], media_dropped: bool = False) -> None:
-    """Promise 2 (minimal change): every other item reaches the upstream with the same keys, order and values.
+def _placeholder_of(sent: Any, got: Any, dropped: list[str]) -> bool:
+    """``got`` is the placeholder text part a repair put where media part ``sent`` was, with a dropped record."""
+    return is_media(sent) and isinstance(got, dict) and got.get("type") in ("text", "input_text") \
+        and PLACEHOLDER in str(got.get("text", "")) \
+        and any(f"sha256:{digest(payload(sent))}" in d for d in dropped)
 
-    ``media_dropped``: the model takes no image (or file), so items holding media may carry placeholders
-    instead (``nothing_lost`` checks each one)."""
+
+def _same_but_dropped_media(sent: Any, got: Any, dropped: list[str]) -> bool:
+    """``got`` equals ``sent`` (keys, order, values) except for media parts replaced by their placeholders."""
+    if isinstance(sent, dict) and isinstance(got, dict):
+        if _placeholder_of(sent, got, dropped):
+            return True
+        return list(sent) == list(got) and all(_same_but_dropped_media(sent[k], got[k], dropped) for k in sent)
+    if isinstance(sent, list) and isinstance(got, list):
+        return len(sent) == len(got) and all(
+            _same_but_dropped_media(a, b, dropped) for a, b in zip(sent, got, strict=True))
+    return orjson.dumps(sent) == orjson.dumps(got)
+
+
+def dropped_of(outcome: Any) -> list[str]:
+    """The ``dropped`` records of an outcome's changes (each names the part's ``sha256:…``)."""
+    return [d for c in outcome.changes for d in c.dropped]
+
+
+def untouched_items_kept(sent_items: list[Any], got_items: list[Any], dropped: list[str] | None = None,
+                         may_change: Callable[[int], bool] | None = None) -> None:
+    """Promise 2 (minimal change): every other item reaches the upstream with the same keys, order and values —
+    or, where a change record drops media (a model that takes none), with each dropped part replaced by its
+    placeholder and nothing else different. ``may_change(k)``: items a repair may legitimately rewrite."""
     got = Counter(orjson.dumps(i) for i in got_items)
-    for item in sent_items:
-        if _may_change(item) or (media_dropped and any(media(item))):
+    for k, item in enumerate(sent_items):
+        if (may_change or (lambda k: _may_change(sent_items[k])))(k):
             continue
         key = orjson.dumps(item)
-        assert got[key] > 0, f"an item no repair should touch changed or vanished: {item}"
-        got[key] -= 1
+        if got[key] > 0:
+            got[key] -= 1
+            continue
+        match = next((g for g in got_items if got[orjson.dumps(g)] > 0 and dropped and any(media(item))
+                      and _same_but_dropped_media(item, g, dropped)), None)
+        assert match is not None, f"an item no repair should touch changed or vanished: {item}"
+        got[orjson.dumps(match)] -= 1
 
 
 def accepted(rule_set: str, path: str, got: dict[str, Any]) -> None:

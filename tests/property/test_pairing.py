@@ -9,16 +9,13 @@ added), so only items outside every tool turn must leave exactly as sent.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix.body.conversation import loads, parse
-from llmfix.body.media import digest
 from llmfix.engine import Outcome
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import pair_tool_calls
@@ -46,42 +43,10 @@ def _may_change(item: Any, previous: Any) -> bool:
     return promises._may_change(item) or holds_results or after_calls or renamed
 
 
-def _placeholder_of(sent: Any, got: Any, dropped: list[str]) -> bool:
-    """``got`` is the placeholder text part a repair put where media part ``sent`` was, with a dropped record."""
-    return promises.is_media(sent) and isinstance(got, dict) and got.get("type") in ("text", "input_text") \
-        and promises.PLACEHOLDER in str(got.get("text", "")) \
-        and any(f"sha256:{digest(promises.payload(sent))}" in d for d in dropped)
-
-
-def _same_but_dropped_media(sent: Any, got: Any, dropped: list[str]) -> bool:
-    """``got`` equals ``sent`` (keys, order, values) except for media parts replaced by their placeholders."""
-    if isinstance(sent, dict) and isinstance(got, dict):
-        if _placeholder_of(sent, got, dropped):
-            return True
-        return list(sent) == list(got) and all(_same_but_dropped_media(sent[k], got[k], dropped) for k in sent)
-    if isinstance(sent, list) and isinstance(got, list):
-        return len(sent) == len(got) and all(
-            _same_but_dropped_media(a, b, dropped) for a, b in zip(sent, got, strict=True))
-    return orjson.dumps(sent) == orjson.dumps(got)
-
-
 def untouched_items_kept(sent_items: list[Any], got_items: list[Any], outcome: Outcome) -> None:
-    """Items outside every tool turn leave exactly as sent — or, where a repair's change record drops media
-    (omit-unsupported-media: a model that takes none), with each dropped part replaced by its placeholder
-    and nothing else different."""
-    dropped = [d for c in outcome.changes for d in c.dropped]
-    got = Counter(orjson.dumps(i) for i in got_items)
-    for k, item in enumerate(sent_items):
-        if _may_change(item, sent_items[k - 1] if k else None):
-            continue
-        key = orjson.dumps(item)
-        if got[key] > 0:
-            got[key] -= 1
-            continue
-        match = next((g for g in got_items if got[orjson.dumps(g)] > 0 and dropped and any(promises.media(item))
-                      and _same_but_dropped_media(item, g, dropped)), None)
-        assert match is not None, f"an item no repair should touch changed or vanished: {item}"
-        got[orjson.dumps(match)] -= 1
+    """Items outside every tool turn leave exactly as sent (or with dropped media as placeholders)."""
+    promises.untouched_items_kept(sent_items, got_items, promises.dropped_of(outcome),
+                                  may_change=lambda k: _may_change(sent_items[k], sent_items[k - 1] if k else None))
 
 
 def check_turn(settings: Any, conv: Conversation, turns: int, mode: str) -> list[Any]:
