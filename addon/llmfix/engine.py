@@ -13,11 +13,12 @@ from typing import Any, Literal
 from llmfix.body import codec, media
 from llmfix.body.conversation import BadBody, Conversation, loads, parse, parse_appended, serialize
 from llmfix.body.haystack import Searchable, haystack
-from llmfix.body.prefix import Answers, Hit, PrefixCache, answers_for
+from llmfix.body.prefix import Answers, Entry, Hit, PrefixCache, answers_for
+from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.profiles import ProfileTable
-from llmfix.repairs import pipeline
+from llmfix.repairs import pipeline, settled
 from llmfix.repairs.base import Context
 from llmfix.report import render
 from llmfix.report.changes import Change
@@ -145,7 +146,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
     observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
     # parsed and typed even when nothing may change, whatever the size: bad JSON or a wrong shape gets its warning.
     # A 10 MB image body costs ~2 ms more than skipping the parse; 1,000,000 small items ~2 s of the worker.
-    conv, new = _conversation(req.dialect, data, cache, hit, hay)
+    conv, new, kept = _conversation(req.dialect, data, cache, hit, hay)
     if conv is None:
         return Outcome("untouched", profile=host_only.profile.name)
     if learn:  # from the items not seen before: an earlier request's were learned then
@@ -161,11 +162,29 @@ def _process(req: Request, settings: Settings) -> Outcome:
     server_state = bool(conv.body.get("previous_response_id") or conv.body.get("conversation"))
     extras = {"media_window": settings.window, "flow_id": req.flow_id, "server_state": server_state}
     ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
-    items, changes = pipeline.run(conv.items, ctx, todo)
+    # a body that appends to one which needed nothing continues that body's certain checks from where they
+    # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.
+    verdict_key = (resolved.profile, conv.model, resolved.modalities, tuple(r.name for r in todo), server_state)
+    prior = hit.entry.verdict if hit is not None else None
+    if prior is not None and prior.key != verdict_key:
+        prior = None
+    start = len(conv.items) - len(new) if prior is not None and new is not None else 0
+    states, sure = settled.settle(todo, prior.states if prior is not None else None, conv.items, start, ctx)
+    # the repairs before the first unsure one change nothing: the rest see the items as sent
+    items, changes = pipeline.run(conv.items, ctx, todo[sure:])
+    record = None
     if observe:
         window = settings.window
-        seen = toolresults.results(req.dialect, items, text_too=window.knows)  # string results: only to override
-        window.observe(req.flow_id, window.worth_keeping(seen))
+        if changes or kept is None:
+            seen = toolresults.results(req.dialect, items, text_too=window.knows)  # strings: only to override
+            window.observe(req.flow_id, window.worth_keeping(seen))
+        else:
+            from_prior = prior.observed if prior is not None else None
+            found, record = observations.observed(window, req.flow_id, req.dialect, items,
+                                                       start if from_prior else 0, from_prior)
+            window.observe(req.flow_id, found)
+    if kept is not None and states is not None and (record is not None or not observe):
+        kept.verdict = settled.Verdict(verdict_key, states, record)
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
     out = serialize(conv.with_items(items), conv, size=len(data))
@@ -184,23 +203,26 @@ def _process(req: Request, settings: Settings) -> Outcome:
 
 
 def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit: Hit | None,
-                  hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None]:
-    """The typed conversation of ``data``, and the raw items it appends to a body seen before (None: the whole
-    body was parsed). An append of a recent body (``hit``, see ``body.prefix``) has only its new items parsed
-    and validated; any other body is parsed whole and typed. Either is kept for its own successor."""
+                  hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None, Entry | None]:
+    """The typed conversation of ``data``, the raw items it appends to a body seen before (None: the whole
+    body was parsed), and its cache entry. An append of a recent body (``hit``, see ``body.prefix``) has only
+    its new items parsed and validated; any other body is parsed whole and typed. Either is kept for its own
+    successor (the entry: None when it was not kept)."""
     answers = hay.answers if isinstance(hay, Answers) else None
     if hit is None:
         conv = parse(dialect, loads(data))
+        kept = None
         if conv is not None and cache is not None:
-            cache.keep(str(dialect), data, conv.body, conv.key, conv.items, answers=answers)
-        return conv, None
+            kept = cache.keep(str(dialect), data, conv.body, conv.key, conv.items, answers=answers)
+        return conv, None, kept
     entry = hit.entry
     key = _ITEM_KEY[dialect]
     body = {**entry.body, key: entry.raw + hit.new}
     conv = parse_appended(dialect, body, entry.items, hit.new)
+    kept = None
     if cache is not None:
-        cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail), answers=answers)
-    return conv, hit.new
+        kept = cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail), answers=answers)
+    return conv, hit.new, kept
 
 
 _ITEM_KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}

@@ -48,15 +48,16 @@ MIN_SIZE = 16 * 1024
 """Smaller bodies parse in well under a millisecond: not worth a cache entry."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
-    head: bytes  # the body up to its message array's last item (whitespace before the closing ] left out)
+    head: memoryview  # the body up to its message array's last item (whitespace before the closing ] left out)
     tail: bytes  # from that ] to the end
     body: dict[str, Any]  # the parsed top-level object (its message array: ``raw``)
     raw: list[Any]  # the message array as parsed JSON
     items: list[Any]  # the same, typed (frozen wire models)
     size: int  # what it counts against MAX_BYTES: twice the body's length
     answers: dict[bytes, bool]  # ``needle in body`` answers given for this body (see :class:`Answers`)
+    verdict: Any = None  # set once the body is known to need no repair (a ``repairs.settled.Verdict``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,8 @@ def appended(data: bytes, entry: Entry) -> list[Any] | None:
         return None
     return new if isinstance(new, list) else None
 
+
+_SPACE = frozenset(b" \t\r\n")
 
 MARGIN = 64
 """Needles longer than this are searched in the whole body (none of llmfix's is)."""
@@ -217,18 +220,21 @@ class PrefixCache:
         return None
 
     def keep(self, dialect: str, data: bytes, body: dict[str, Any], key: str, items: list[Any],
-             end: int | None = None, answers: dict[bytes, bool] | None = None) -> None:
+             end: int | None = None, answers: dict[bytes, bool] | None = None) -> Entry | None:
         """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
         ``end``: the array's closing offset when the caller knows it (an append of a kept body);
         ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later)."""
         if len(data) < self.min_size or 2 * len(data) > self.max_bytes // 2:
-            return
+            return None
         if end is None:
             end = split(data, body, key)
             if end is None:
-                return
-        entry = Entry(data[:end].rstrip(), data[end:], body, body[key], items, 2 * len(data),
-                      answers if answers is not None else {})  # pretty JSON indents the ]
+                return None
+        head = end
+        while head and data[head - 1] in _SPACE:  # pretty JSON indents the ]
+            head -= 1
+        entry = Entry(memoryview(data)[:head], data[end:], body, body[key], items, 2 * len(data),
+                      answers if answers is not None else {})  # a view: no copy of a body of megabytes
         with self._lock:
             self._serial += 1
             k = (dialect, self._serial)
@@ -236,6 +242,7 @@ class PrefixCache:
             self._bytes += entry.size
             while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
                 self._drop(next(iter(self._entries)))
+        return entry
 
     def clear(self) -> None:
         with self._lock:

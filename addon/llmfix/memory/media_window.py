@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from llmfix.wire.toolresults import Result
 
@@ -44,6 +45,14 @@ class MediaWindow:
     def knows(self, call_id: str | None) -> bool:
         """Whether some request's observation of ``call_id`` is held (cheap; no liveness check)."""
         return call_id in self._latest
+
+    def held_among(self, ids: Any, flow_id: str) -> list[str]:
+        """The members of ``ids`` (an :class:`llmfix.idset.Ids`) this window holds an observation of (cheap:
+        whichever side is smaller is walked; no liveness check)."""
+        if not self._latest:
+            return []
+        with self._lock:  # another flow's observe may grow the dict meanwhile
+            return ids.common(self._latest.keys())
 
     def worth_keeping(self, results: list[Result]) -> list[Result]:
         """What of a request's tool results to observe: those with media (what a restore needs), and those

@@ -135,6 +135,12 @@ class RedisMediaStore:
         """Whether Redis holds an observation of ``call_id`` now (one round trip)."""
         return bool(self.link.call(lambda r: r.exists(media_key(call_id)), 0))
 
+    def held_among(self, ids: Any, flow_id: str) -> list[str]:
+        """The members of ``ids`` (an :class:`llmfix.idset.Ids`) the fleet's index lists, from the index this
+        request reads once anyway (see :meth:`correlated`)."""
+        live = self._live_ids(flow_id)
+        return ids.common({c.decode(errors="replace") for c in live}) if live else []
+
     def worth_keeping(self, results: list[Result]) -> list[Result]:
         results = [r for r in results if len(r.call_id) <= MAX_CALL_ID_CHARS]
         ask = [r.call_id for r in results if not r.media]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from llmfix.wire.toolresults import Result
@@ -67,6 +67,10 @@ class MediaStore(Protocol):
     """What each tool result carried in the requests in flight (or just ended), by call id."""
 
     def knows(self, call_id: str | None) -> bool: ...
+
+    def held_among(self, ids: Any, flow_id: str) -> list[str]:
+        """The members of ``ids`` (an :class:`llmfix.idset.Ids`) an observation may be held of."""
+        ...
 
     def worth_keeping(self, results: list[Result]) -> list[Result]: ...
 

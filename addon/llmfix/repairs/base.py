@@ -33,6 +33,9 @@ class Context:
 
 
 type Apply = Callable[[list[Any], Context], tuple[list[Any], list[Change]]]
+type Extend = Callable[[Any, list[Any], int, Context], Any]
+"""(state for ``items[:start]`` or None, items, start, context) → the state for ``items``, or None when not
+certain that the repair changes nothing (see :mod:`llmfix.repairs.settled`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,8 @@ class Repair:
     needles: Mapping[Dialect, tuple[bytes, ...]] = field(default_factory=dict)
     """Per dialect, byte strings at least one of which a body must contain for this repair to apply."""
     doc: str = ""
+    extend: Extend | None = None
+    """The repair's certain no-change check, continued turn after turn (None: the repair always runs)."""
 
     def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable) -> bool:
         if dialect not in self.dialects or not self.wanted(profile, dialect):

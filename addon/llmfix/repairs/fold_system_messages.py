@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.profiles import Profile
+from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
@@ -165,4 +166,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.MESSAGES: (b'"system"',)},
     doc=__doc__ or "",
+    extend=settled.local(_apply),  # each item decided on its own
 )

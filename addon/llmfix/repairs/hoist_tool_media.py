@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.profiles import Profile
-from llmfix.repairs import placeholders
+from llmfix.repairs import placeholders, settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.media_triage import kind, triage
 from llmfix.report.changes import Change
@@ -201,4 +201,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',)},
     doc=__doc__ or "",
+    extend=settled.local(_apply),  # each item decided on its own
 )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.repairs import placeholders
+from llmfix.repairs import placeholders, settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.media_triage import kind, unsupported
 from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
@@ -124,4 +124,5 @@ REPAIR = Repair(
         Dialect.MESSAGES: (b'"image"', b'"document"', *RESTORED),
     },
     doc=__doc__ or "",
+    extend=settled.local(_apply),  # each item decided on its own
 )

@@ -271,6 +271,11 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return full(items, ctx)
 
 
+def _extend(state: tp.Settled | None, items: list[Any], start: int, ctx: Context) -> tp.Settled | None:
+    """Certain that nothing needs pairing: :func:`llmfix.wire.toolpairs.settled` over the new items."""
+    return tp.settled(ctx.dialect, items, start, state)
+
+
 def full(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     """The three passes, without the fast path (tests check the fast path never skips a change)."""
     changes: list[Change] = []
@@ -294,4 +299,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.CHAT: (b"tool_calls",), Dialect.RESPONSES: (b"call_id",), Dialect.MESSAGES: (b"tool_use",)},
     doc=__doc__ or "",
+    extend=_extend,
 )

@@ -24,6 +24,7 @@ from typing import Any
 
 from llmfix.body.media import ref_for_url
 from llmfix.profiles import Profile
+from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.placeholders import count_words
 from llmfix.repairs.text_media import recognise
@@ -132,4 +133,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
     doc=__doc__ or "",
+    extend=settled.local(_apply),  # each item decided on its own
 )

@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from llmfix.idset import EMPTY, Ids
 from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
@@ -141,6 +142,17 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return (out, changes) if changes else (items, [])
 
 
+def _extend(state: Ids | None, items: list[Any], start: int, ctx: Context) -> Ids | None:
+    """Certain that nothing comes back: no tool result of the request, old or new, has a correlated
+    observation (what :func:`_apply` checks first). The media window changes between turns, so the ids of
+    the prefix's results (``state``) are asked again on every turn — those the window holds, at least."""
+    ids = (EMPTY if state is None else state).plus(c for c in _call_ids(ctx.dialect, items[start:]) if c)
+    window, flow = ctx.extras.get(WINDOW), ctx.extras.get(FLOW)
+    if window and flow and any(window.correlated(c, flow) for c in window.held_among(ids, flow)):
+        return None
+    return ids
+
+
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
     return True
 
@@ -152,4 +164,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',), Dialect.MESSAGES: (b"tool_result",)},
     doc=__doc__ or "",
+    extend=_extend,
 )

@@ -145,6 +145,21 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return out, changes
 
 
+def _extend(state: int | None, items: list[Any], start: int, ctx: Context) -> int | None:
+    """Certain that nothing needs untangling. :func:`_apply` walks from one assistant message to the next (a
+    span holds only tool and user messages), so what it does from an assistant message on never depends on
+    what came before: from the prefix's last assistant message (``state``; 0 when it had none) to the end
+    is all there is to look at. The state: the index of the last assistant message."""
+    since = 0 if state is None else state
+    if _apply(items[since:], ctx)[1]:
+        return None
+    for i in range(len(items) - 1, max(since, start) - 1, -1):
+        m = items[i]
+        if isinstance(m, ch.Message) and m.role == "assistant":
+            return i
+    return since
+
+
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
     return dialect is Dialect.CHAT
 
@@ -156,4 +171,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.CHAT: (b'"tool"',)},
     doc=__doc__ or "",
+    extend=_extend,
 )
