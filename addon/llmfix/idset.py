@@ -16,7 +16,7 @@ class Ids:
     it is merged with it), so a set of n ids has O(log n) chunks and each id is copied O(log n) times over
     its life: membership costs a few lookups, a turn's extension costs what the turn adds."""
 
-    __slots__ = ("_chunks", "size")
+    __slots__ = ("_chunks", "size")  # size: entries over all chunks (an id added twice may count twice)
 
     def __init__(self, chunks: tuple[dict[str, Any], ...] = ()) -> None:
         self._chunks = chunks
@@ -24,9 +24,6 @@ class Ids:
 
     def __contains__(self, x: object) -> bool:
         return any(x in c for c in self._chunks)
-
-    def __len__(self) -> int:
-        return self.size
 
     def get(self, x: str) -> Any:
         """The newest value given with ``x`` (None when it has none or is not held)."""

@@ -88,7 +88,7 @@ def test_broken_histories_are_repaired_turn_after_turn(dialect: str, host: str, 
             previous = items
 
 
-@pytest.mark.parametrize("dialect", ["chat", "responses"])
+@pytest.mark.parametrize("dialect", ["chat", "responses", "messages"])
 @BUDGET
 @given(data=st.data())
 def test_the_fast_path_never_skips_a_change(dialect: str, data: st.DataObject) -> None:

@@ -1,7 +1,9 @@
 """The prefix fast path (``body/prefix.py``, issue 15) under generated sessions: every turn of a generated
 conversation, sent as a client resends its history, gets from an llmfix that recognises appends exactly
-the answer of an llmfix that parses every body whole — status, warning text, repaired bytes, change lines,
-what memory learned — and the recognising one does recognise the appends.
+the answer of an llmfix that parses every body whole and runs every repair — status, warning text, repaired
+bytes, change lines, what memory learned, what the media window recorded — and the recognising one does
+recognise the appends. Valid and broken histories: a turn that needs nothing is settled from its new items
+(``repairs/settled.py``), one that needs a repair is repaired as the whole path repairs it.
 
 Turns are also mutated the ways a session may break an append (an edited old item, a changed top-level
 field, a truncated or malformed new item), so the fast path must fall back, or warn, exactly as the whole
@@ -18,12 +20,15 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix import engine
+from llmfix.body.conversation import loads, parse
 from llmfix.body.prefix import PrefixCache
 from llmfix.engine import Request, Settings
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.route import Dialect
+from llmfix.wire.toolresults import Piece, Result, results
+from tests.property.breakage import broken_conversation
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
 from tests.property.test_promises import Tick
@@ -50,8 +55,23 @@ def mutate(raw: bytes, kind: str, key: str) -> bytes:
 
 def answer(settings: Settings, dialect: str, host: str, raw: bytes, flow: str) -> tuple[Any, ...]:
     o = engine.process(Request(Dialect(dialect), host, 443, raw, None, flow), settings)
+    window = _window(settings.window)  # what the media window recorded, before the request ends
     settings.window.finish(flow)
-    return o.status, o.reason, o.body, o.lines, o.profile, o.model
+    return o.status, o.reason, o.body, o.lines, o.profile, o.model, window
+
+
+def _elsewhere(dialect: str, raw: bytes) -> list[Result]:
+    """The tool results of ``raw`` as another request might have carried them: another text, an image."""
+    conv = parse(Dialect(dialect), loads(raw))
+    image = Piece("image", url="data:image/png;base64,iVBORw0KGgo=")
+    return [Result(r.call_id, r.index, (Piece("text", text="elsewhere"), image)) for r in
+            results(Dialect(dialect), conv.items)] if conv is not None else []
+
+
+def _window(window: MediaWindow) -> dict[str, Any]:
+    """Each held observation: its request, the result, and (for one with media: the only kind restore reads
+    it from) the media after it in that request."""
+    return {c: (s.flow_id, s.result, s.result.later if s.result.media else None) for c, s in window._latest.items()}
 
 
 @pytest.mark.parametrize("host", ["openai", "xai", "anthropic"])
@@ -59,14 +79,20 @@ def answer(settings: Settings, dialect: str, host: str, raw: bytes, flow: str) -
 @BUDGET
 @given(data=st.data())
 def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.DataObject) -> None:
-    conv = data.draw(CONVERSATIONS[dialect](host), label="conversation")
+    broken = data.draw(st.booleans(), label="broken")
+    conv = data.draw(broken_conversation(dialect, host) if broken else CONVERSATIONS[dialect](host),
+                     label="conversation")
     cache = PrefixCache(min_size=0)
     fast = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=cache)
     whole = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=None)
     try:
         appends = 0  # turns that extend the request before them byte for byte (or repeat it)
         clean = False
+        seed_at = data.draw(st.integers(0, len(conv.chunks) + 1), label="another request seen before turn")
         for turns in range(1, len(conv.chunks) + 1):
+            if turns == seed_at:  # another request in flight carried other results, with media, for these ids
+                for settings in (fast, whole):
+                    settings.window.observe("other", _elsewhere(dialect, conv.raw()))
             kind = data.draw(st.sampled_from(MUTATIONS), label=f"turn {turns}")
             raw = mutate(conv.raw(turns), kind, conv.key)
             for copy in range(2 if kind == "repeat" else 1):
