@@ -299,23 +299,44 @@ NEXT_TURN: dict[str, Callable[[int], list[dict]]] = {
 }
 
 
-def session(dialect: str, base: bytes, growth: float = 0.1) -> Callable[[int], bytes]:
-    """Request ``i`` of agent sessions whose history is ``base``: ``base`` with turns appended at the end of
-    its message array, as a client resends it, each request extending the one before by one tool round trip.
-    So that a cell's body size stays put, a session ends when it has grown by ``growth`` (at least 4 turns)
-    and the next one starts again from ``base`` (new call ids): llmfix then sees a request it cannot extend,
-    as at the start of any session. Warm-ups (``i < 0``) are the first turns of a session of their own."""
-    body = orjson.loads(base)
-    key = "input" if dialect == "responses" else "messages"
-    items = body[key]
-    turn = NEXT_TURN[dialect]
-    per_turn = sum(len(dumps(t)) + 1 for t in turn(0))
-    length = max(4, int(len(base) * growth / per_turn))
+class Session:
+    """Requests of agent sessions whose history is ``base``: request ``i`` is ``base`` with turns appended at the
+    end of its message array, as a client resends it, each request extending the one before by one tool round
+    trip. So that a cell's body size stays put, a session ends when it has grown by ``growth`` (at least 16
+    turns) and the next one starts again from ``base`` (new call ids). A session's earlier turns come first:
+    the warm-ups (``i < 0``, up to :data:`EARLIER`) are request 0's own session, as llmfix sees a long session
+    that grew to this size. A new session's first request (:meth:`starts`) is llmfix's first sight of it: a
+    bench measures those apart (in a real session the first sight is at its small beginning, not at 5 MB).
 
-    def request(i: int) -> bytes:
-        n = -i - 1 if i < 0 else i
-        s, k = (n // length, n % length) if i >= 0 else (10_000 + n, 0)
-        new = [t for j in range(k + 1) for t in turn(1_000_000 * (s + 1) + j)]
-        return dumps({**body, key: items + new})
+    Bodies under ``small`` bytes (llmfix parses them whole every time: no prefix to extend) grow by at most 4
+    turns and have no first sight to set apart."""
 
-    return request
+    EARLIER = 8
+
+    def __init__(self, dialect: str, base: bytes, growth: float = 0.1, small: int = 16 * 1024) -> None:
+        body = orjson.loads(base)
+        self.key = "input" if dialect == "responses" else "messages"
+        self.body, self.items = body, body[self.key]
+        self.turn = NEXT_TURN[dialect]
+        per_turn = sum(len(dumps(t)) + 1 for t in self.turn(0))
+        self.small = len(base) < small
+        self.offset = 0 if self.small else self.EARLIER
+        self.length = 4 if self.small else max(2 * self.EARLIER, int(len(base) * growth / per_turn))
+
+    def _at(self, i: int) -> tuple[int, int]:
+        if i < 0 and self.small:  # a session of their own
+            return 10_000 - i, 0
+        return divmod(i + self.offset, self.length)
+
+    def starts(self, i: int) -> bool:
+        """Whether request ``i`` (≥ 0) is the first of a session (llmfix cannot extend a request it saw)."""
+        return not self.small and i >= 0 and self._at(i)[1] == 0
+
+    def __call__(self, i: int) -> bytes:
+        s, k = self._at(i)
+        new = [t for j in range(k + 1) for t in self.turn(1_000_000 * (s + 1) + j)]
+        return dumps({**self.body, self.key: self.items + new})
+
+
+def session(dialect: str, base: bytes, growth: float = 0.1) -> Session:
+    return Session(dialect, base, growth)

@@ -334,13 +334,15 @@ class Bench:
 
     def request_cell(self, key: str, title: str, url: str, body: bytes | Callable[[int], bytes] | None, n: int,
                      warmup: int, target: float | None, expect_repair: bool = False,
-                     labels: tuple[str, ...] = ("bare", "llmfix", "control")) -> dict[str, Any]:
-        """Send ``n`` requests to each proxy, alternating in rotating order; latency and CPU per request."""
-        return self._request_cell(key, title, url, body, n, warmup, target, expect_repair, labels)
+                     labels: tuple[str, ...] = ("bare", "llmfix", "control"),
+                     apart: Callable[[int], bool] | None = None) -> dict[str, Any]:
+        """Send ``n`` requests to each proxy, alternating in rotating order; latency and CPU per request.
+        ``apart(i)``: request ``i`` is sent to every proxy but not measured (its CPU is taken out)."""
+        return self._request_cell(key, title, url, body, n, warmup, target, expect_repair, labels, apart)
 
     def _request_cell(self, key: str, title: str, url: str, body: bytes | Callable[[int], bytes] | None, n: int,
                       warmup: int, target: float | None, expect_repair: bool,
-                      labels: tuple[str, ...]) -> dict[str, Any]:
+                      labels: tuple[str, ...], apart: Callable[[int], bool] | None = None) -> dict[str, Any]:
         method = "POST" if body is not None else "GET"
         fixed = b"" if body is None else body if isinstance(body, bytes) else None
         conns = {lb: Conn(self.px[lb].port) for lb in labels}
@@ -358,11 +360,23 @@ class Bench:
         if fixed is not None:
             req0 = Req(method, url, fixed)
             heads = {lb: req0.head() for lb in labels}
+        set_apart = {lb: [0.0, 0.0, 0.0] for lb in labels}  # CPU of the requests not measured
+        measured = n
         with self.pyspy(key):  # after the warm-ups: steady state only
             cpu0 = {lb: self.px[lb].cpu() for lb in labels}
             t0 = time.perf_counter()
             for i in range(n):
                 req = req0 if fixed is not None else Req(method, url, body(i))  # type: ignore[operator]
+                if apart is not None and apart(i):
+                    measured -= 1
+                    for lb in labels:
+                        before = self.px[lb].cpu()
+                        status, _, _ = conns[lb].request(req)
+                        if status != 200:
+                            raise RuntimeError(f"{title} via {lb}: HTTP {status}")
+                        after = self.px[lb].cpu()
+                        set_apart[lb] = [a + (y - x) for a, x, y in zip(set_apart[lb], before, after, strict=True)]
+                    continue
                 k = i % len(labels)
                 for lb in labels[k:] + labels[:k]:
                     status, dt, headers = conns[lb].request(req, heads.get(lb))
@@ -377,13 +391,15 @@ class Bench:
         cpu1 = {lb: self.px[lb].cpu() for lb in labels}
         for c in conns.values():
             c.close()
-        res: dict[str, Any] = {"title": title, "url": url, "body_bytes": size, "n": n, "wall_s": wall, "by": {}}
+        res: dict[str, Any] = {"title": title, "url": url, "body_bytes": size, "n": measured, "set_apart": n - measured,
+                               "wall_s": wall, "by": {}}
         for lb in labels:
+            spent = [c1 - c0 - a for c1, c0, a in zip(cpu1[lb], cpu0[lb], set_apart[lb], strict=True)]
             res["by"][lb] = {
                 "latency_ms": {k: v * MS if k != "n" else v for k, v in summary(lat[lb]).items()},
-                "cpu_ms_per_req": (cpu1[lb][0] - cpu0[lb][0]) / n * MS,
-                "cpu_ms_per_req_stat": (cpu1[lb][1] - cpu0[lb][1]) / n * MS,
-                "cpu_ms_per_req_event_loop": (cpu1[lb][2] - cpu0[lb][2]) / n * MS,
+                "cpu_ms_per_req": spent[0] / measured * MS,
+                "cpu_ms_per_req_stat": spent[1] / measured * MS,
+                "cpu_ms_per_req_event_loop": spent[2] / measured * MS,
                 "unexpected_bodies": mismatched[lb],
             }
             if mismatched[lb]:
@@ -622,14 +638,15 @@ class Bench:
         path = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}[dialect]
         mark = len(self.rows)
         res = self.request_cell(key, f"{what}, no repair", f"http://{host}{path}", body, n, min(5, n),
-                                1.10)
+                                1.10, apart=body.starts)
         del self.rows[mark:]  # request_cell's rows put a ratio target on latency too: the sweep's own follow
         by = res["by"]
         cpu = {lb: by[lb]["cpu_ms_per_req"] for lb in by}
         p50 = {lb: by[lb]["latency_ms"]["p50"] for lb in by}
         mb = len(base) / bodies.MB
         self.sweep.append({
-            "key": key, "what": what, "dialect": dialect, "bytes": len(base), "items": items, "n": n,
+            "key": key, "what": what, "dialect": dialect, "bytes": len(base), "items": items, "n": res["n"],
+            "first_sights_apart": res["set_apart"],
             "cpu_ms": cpu, "latency_p50_ms": p50,
             "cpu_ratio": cpu["llmfix"] / cpu["bare"], "control_cpu_ratio": cpu["control"] / cpu["bare"],
             "latency_delta_ms": p50["llmfix"] - p50["bare"], "control_latency_delta_ms": p50["control"] - p50["bare"],
@@ -1073,8 +1090,12 @@ def main(argv: list[str] | None = None) -> int:
                "latency llmfix − bare (target ≤ +1 ms), *control* columns = the second bare against bare (noise), "
                "*added CPU per MB* = (llmfix − bare) CPU per request / body MB (target: flat from 200 KB to 5 MB); "
                "last columns: `engine.process` alone in-process (thread CPU time, p50) and per MB, on the "
-               "session's next turn and on a request llmfix sees first (no earlier request to extend). Request "
-               "*i* of a cell is the history plus *i* + 1 new tool round trips (bytes/items: the history's).",
+               "session's next turn and on a request llmfix sees first (no earlier request to extend). Each "
+               "request extends the one before by one tool round trip, as a long session that grew to this size "
+               "(its earlier turns are the warm-ups); every ~10 % of growth a new session starts, and its first "
+               "request — llmfix's first sight, measured in the last column — is sent to every proxy but not "
+               "counted (*n*: requests counted; bytes/items: the history's). Bodies under 16 KB are parsed whole "
+               "every time (nothing to set apart).",
                "", sweep_md]
     if b.notes:
         md += ["", "Notes:", *(f"- {n}" for n in b.notes)]
