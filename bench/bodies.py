@@ -309,7 +309,12 @@ class Session:
     bench measures those apart (in a real session the first sight is at its small beginning, not at 5 MB).
 
     Bodies under ``small`` bytes (llmfix parses them whole every time: no prefix to extend) grow by at most 4
-    turns and have no first sight to set apart."""
+    turns and have no first sight to set apart.
+
+    Messages (Claude Code): the one ``cache_control`` breakpoint among the messages sits on the last block of
+    the last message, as Claude Code puts it (capture ``claude-code/single_png__turn2.json``), so it moves
+    on every turn: request N + 1 is request N with its last message changed (the marker gone) plus the
+    new turn, not a byte-for-byte append."""
 
     EARLIER = 8
 
@@ -317,6 +322,9 @@ class Session:
         body = orjson.loads(base)
         self.key = "input" if dialect == "responses" else "messages"
         self.body, self.items = body, body[self.key]
+        self.rolling = dialect == "messages"
+        if self.rolling:
+            self.items = [_unmarked(m) for m in self.items]
         self.turn = NEXT_TURN[dialect]
         per_turn = sum(len(dumps(t)) + 1 for t in self.turn(0))
         self.small = len(base) < small
@@ -335,7 +343,24 @@ class Session:
     def __call__(self, i: int) -> bytes:
         s, k = self._at(i)
         new = [t for j in range(k + 1) for t in self.turn(1_000_000 * (s + 1) + j)]
-        return dumps({**self.body, self.key: self.items + new})
+        items = self.items + new
+        if self.rolling:
+            items[-1] = _marked(items[-1])
+        return dumps({**self.body, self.key: items})
+
+
+def _unmarked(message: dict) -> dict:
+    content = message.get("content")
+    if not isinstance(content, list) or not any("cache_control" in b for b in content):
+        return message
+    return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in content]}
+
+
+def _marked(message: dict) -> dict:
+    content = message["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return {**message, "content": [*content[:-1], {**content[-1], "cache_control": {"type": "ephemeral"}}]}
 
 
 def session(dialect: str, base: bytes, growth: float = 0.1) -> Session:

@@ -165,26 +165,20 @@ def _process(req: Request, settings: Settings) -> Outcome:
     # a body that appends to one which needed nothing continues that body's certain checks from where they
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.
     verdict_key = (resolved.profile, conv.model, resolved.modalities, tuple(r.name for r in todo), server_state)
-    prior = hit.entry.verdict if hit is not None else None
-    if prior is not None and prior.key != verdict_key:
-        prior = None
-    start = len(conv.items) - len(new) if prior is not None and new is not None else 0
-    states, sure = settled.settle(todo, prior.states if prior is not None else None, conv.items, start, ctx)
+    start, prior = _prior(hit, verdict_key)
+    states, sure, verdicts = _settle(todo, conv.items, start, prior, kept, ctx, verdict_key)
     # the repairs before the first unsure one change nothing: the rest see the items as sent
     items, changes = pipeline.run(conv.items, ctx, todo[sure:])
-    record = None
     if observe:
         window = settings.window
-        if changes or kept is None:
-            seen = toolresults.results(req.dialect, items, text_too=window.knows)  # strings: only to override
-            window.observe(req.flow_id, window.worth_keeping(seen))
+        record = verdicts[len(items)].observed if states is not None and len(items) in verdicts else None
+        if changes or record is None:
+            found = window.worth_keeping(toolresults.results(req.dialect, items, text_too=window.knows))
         else:
-            from_prior = prior.observed if prior is not None else None
-            found, record = observations.observed(window, req.flow_id, req.dialect, items,
-                                                       start if from_prior else 0, from_prior)
-            window.observe(req.flow_id, found)
-    if kept is not None and states is not None and (record is not None or not observe):
-        kept.verdict = settled.Verdict(verdict_key, states, record)
+            found = observations.seen(window, req.flow_id, req.dialect, items, record)
+        window.observe(req.flow_id, found)
+    if kept is not None:
+        kept.verdicts.update(verdicts)
     if not changes:
         return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
     out = serialize(conv.with_items(items), conv, size=len(data))
@@ -202,6 +196,48 @@ def _process(req: Request, settings: Settings) -> Outcome:
     )
 
 
+def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdict | None, kept: Entry | None,
+            ctx: Context, key: tuple[Any, ...]) -> tuple[tuple[Any, ...] | None, int, dict[int, settled.Verdict]]:
+    """The certain checks over ``items[start:]`` from ``prior`` (repairs/settled.py): (the states for the whole
+    of ``items`` or None, how many leading repairs are certain to change nothing, the verdicts to keep, each
+    with the record of where the tool results are, ``memory/observations.py``).
+
+    Also settled at the kept entry's marks past ``start`` (``body/prefix.py``), where the first items of a
+    next request may end — Claude Code changes the message that was last — so that such a request has a
+    verdict to continue from. A mark whose prefix is not certain (an Anthropic tool_use whose results are
+    the next item) gets none; the walk continues from the last one that is."""
+    n = len(items)
+    counts = [c for _, c in kept.marks if start < c < n] if kept is not None else []
+    states = prior.states if prior is not None else None
+    record = prior.observed if prior is not None else None
+    at = start
+    out: dict[int, settled.Verdict] = {}
+    for c in [*counts, n]:
+        sub = items if c == n else items[:c]
+        got, sure = settled.settle(todo, states, sub, at, ctx)
+        if got is None:
+            if c == n:
+                return None, sure, out
+            continue
+        if record is not None or at == 0:
+            record = observations.extend(record, ctx.dialect, sub, at)
+        states, at = got, c
+        out[c] = settled.Verdict(key, got, record)
+    return states, len(todo), out
+
+
+def _prior(hit: Hit | None, key: tuple[Any, ...]) -> tuple[int, settled.Verdict | None]:
+    """The newest verdict, for the same key, of a prefix of the body ``hit`` found (its item count and it);
+    (0, None) when there is none."""
+    if hit is None:
+        return 0, None
+    for count in sorted((c for c in hit.entry.verdicts if c <= hit.count), reverse=True):
+        verdict = hit.entry.verdicts[count]
+        if verdict.key == key:
+            return count, verdict
+    return 0, None
+
+
 def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit: Hit | None,
                   hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None, Entry | None]:
     """The typed conversation of ``data``, the raw items it appends to a body seen before (None: the whole
@@ -217,11 +253,13 @@ def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit:
         return conv, None, kept
     entry = hit.entry
     key = _ITEM_KEY[dialect]
-    body = {**entry.body, key: entry.raw + hit.new}
-    conv = parse_appended(dialect, body, entry.items, hit.new)
+    whole = hit.count == len(entry.raw)
+    body = {**entry.body, key: (entry.raw if whole else entry.raw[: hit.count]) + hit.new}
+    conv = parse_appended(dialect, body, entry.items if whole else entry.items[: hit.count], hit.new)
     kept = None
     if cache is not None:
-        kept = cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail), answers=answers)
+        kept = cache.keep(str(dialect), data, body, key, conv.items, end=len(data) - len(entry.tail), answers=answers,
+                          hit=hit)
     return conv, hit.new, kept
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.body.conversation import loads, parse
-from llmfix.body.prefix import PrefixCache
+from llmfix.body.prefix import Hit, PrefixCache
 from llmfix.engine import Request, Settings
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
@@ -33,16 +33,26 @@ from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
 from tests.property.test_promises import Tick
 
-MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat")
+MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat", "mark_moved")
 
 
-def mutate(raw: bytes, kind: str, key: str) -> bytes:
-    """``raw`` broken the way ``kind`` says (still a body a client could send, or a malformed one)."""
+def mutate(raw: bytes, kind: str, key: str, before: int = 0) -> bytes:
+    """``raw`` broken the way ``kind`` says (still a body a client could send, or a malformed one). ``before``:
+    how many items the previous turn had (``mark_moved`` changes its last one, as Claude Code moves its
+    cache_control breakpoint: an Anthropic block gains the marker, another item its text)."""
     if kind == "none" or kind == "repeat":
         return raw
     body = orjson.loads(raw)
     items = body[key] if isinstance(body.get(key), list) else []
-    if kind == "edit_old" and items:
+    if kind == "mark_moved" and 0 < before <= len(items):
+        item = items[before - 1]
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list) and content and isinstance(content[-1], dict) and key == "messages" \
+                and "type" in content[-1]:
+            content[-1] = {**content[-1], "cache_control": {"type": "ephemeral"}}
+        elif isinstance(item, dict):
+            items[before - 1] = {**item, "content": "edited"}
+    elif kind == "edit_old" and items:
         items[0] = {**items[0], "role": "user", "content": "edited"}
     elif kind == "change_top":
         body["temperature"] = 0.5
@@ -51,6 +61,18 @@ def mutate(raw: bytes, kind: str, key: str) -> bytes:
     elif kind == "truncate":
         return raw[: len(raw) * 2 // 3]
     return orjson.dumps(body)
+
+
+class Cache(PrefixCache):
+    """A prefix cache that counts the appends found from a mark before the end of the kept body's array."""
+
+    marked = 0
+
+    def find(self, dialect: str, data: bytes) -> Hit | None:
+        hit = super().find(dialect, data)
+        if hit is not None and hit.count < len(hit.entry.raw):
+            self.marked += 1
+        return hit
 
 
 def answer(settings: Settings, dialect: str, host: str, raw: bytes, flow: str) -> tuple[Any, ...]:
@@ -82,7 +104,7 @@ def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.
     broken = data.draw(st.booleans(), label="broken")
     conv = data.draw(broken_conversation(dialect, host) if broken else CONVERSATIONS[dialect](host),
                      label="conversation")
-    cache = PrefixCache(min_size=0)
+    cache = Cache(min_size=0)
     fast = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=cache)
     whole = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=None)
     try:
@@ -94,7 +116,7 @@ def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.
                 for settings in (fast, whole):
                     settings.window.observe("other", _elsewhere(dialect, conv.raw()))
             kind = data.draw(st.sampled_from(MUTATIONS), label=f"turn {turns}")
-            raw = mutate(conv.raw(turns), kind, conv.key)
+            raw = mutate(conv.raw(turns), kind, conv.key, len(conv.body(turns - 1)[conv.key]))
             for copy in range(2 if kind == "repeat" else 1):
                 flow = f"t{turns}.{copy}"
                 got = answer(fast, dialect, HOSTS[host].name, raw, flow)
@@ -105,6 +127,7 @@ def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.
         known = {c.call_id for c in conv.calls}
         assert fast.memory.lookup(sorted(known)).keys() == whole.memory.lookup(sorted(known)).keys()
         event(f"recognised appends: {'some' if cache.hits else 'none'}")
+        event(f"found from an earlier mark: {'some' if cache.marked else 'none'}")
         if appends:
             assert cache.hits, "no append was recognised"
     finally:

@@ -21,6 +21,18 @@ leftmost one is taken, and P is not kept when a top-level member before the arra
 the tail names the array's key (the only ways a duplicate top-level key could make that member another
 one). A body whose tail is not found is simply not kept: the full path handles it, as before.
 
+Not only the end of P's array: a client may also change P's last items on the next turn. Claude Code
+puts its one ``cache_control`` breakpoint on the last block of the last message, so on every turn the
+message that was last loses it (opencode marks the last two messages): request N + 1 is request N up to
+one of its last items, then new items. So an entry keeps *marks*, ``(offset, count)``: the bytes
+``P[:offset]`` hold exactly the first ``count`` items of P's array. The end of the array is one; P's own
+last few items are given marks when they can be located exactly — when the bytes right before the
+array's end are ``,`` + their compact JSON (``orjson.dumps`` of each parsed item, compared byte for byte:
+a client that writes them otherwise just gets no mark) — and the marks an entry was found from carry over
+to its successor (their bytes are the successor's). B is ``P[:offset]`` + ``,`` + complete values + the
+tail, checked as above, for the newest mark that fits; B's items are P's first ``count`` items, then those
+values. An edited or removed item before every mark, or any other change, is a miss as before.
+
 The byte questions asked before parsing (``needle in body``, which repairs could apply) are answered from
 P's answers and B's new bytes alone (:class:`Answers`).
 
@@ -48,22 +60,30 @@ MIN_SIZE = 16 * 1024
 """Smaller bodies parse in well under a millisecond: not worth a cache entry."""
 
 
+MAX_MARKS = 8
+BACK = 4
+"""Marks kept per entry (the newest), and how many of a body's own last items are given one."""
+
+
 @dataclass(slots=True)
 class Entry:
-    head: memoryview  # the body up to its message array's last item (whitespace before the closing ] left out)
-    tail: bytes  # from that ] to the end
+    data: bytes  # the body
+    marks: tuple[tuple[int, int], ...]  # (offset, count): ``data[:offset]`` holds the array's first count items
+    tail: bytes  # from the ] closing the message array to the end
     body: dict[str, Any]  # the parsed top-level object (its message array: ``raw``)
     raw: list[Any]  # the message array as parsed JSON
     items: list[Any]  # the same, typed (frozen wire models)
     size: int  # what it counts against MAX_BYTES: twice the body's length
     answers: dict[bytes, bool]  # ``needle in body`` answers given for this body (see :class:`Answers`)
-    verdict: Any = None  # set once the body is known to need no repair (a ``repairs.settled.Verdict``)
+    verdicts: dict[int, Any]  # item count → a ``repairs.settled.Verdict`` for the first count items
 
 
 @dataclass(frozen=True, slots=True)
 class Hit:
     entry: Entry
-    new: list[Any]  # the appended items, parsed JSON (not yet typed)
+    count: int  # how many of the entry's items the body starts with
+    offset: int  # where in the body they end
+    new: list[Any]  # the items after them, parsed JSON (not yet typed)
 
 
 def _loads(data: bytes) -> Any:
@@ -120,21 +140,46 @@ def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
     return None
 
 
-def appended(data: bytes, entry: Entry) -> list[Any] | None:
-    """The items ``data`` appends to ``entry``'s body, or None when it is not such an append."""
-    h, t = len(entry.head), len(entry.tail)
-    if len(data) < h + t or not data.startswith(entry.head) or not data.endswith(entry.tail):
+def appended(data: bytes, entry: Entry) -> tuple[int, int, list[Any]] | None:
+    """``(count, offset, items)`` when ``data`` is the entry's first ``count`` items (ending at ``offset``)
+    followed by ``items``, for the newest mark that fits; None when it is no such append."""
+    t = len(entry.tail)
+    if not data.endswith(entry.tail):
         return None
-    middle = data[h : len(data) - t].strip()
-    if not middle:
-        return []
-    if not middle.startswith(b","):
-        return None
-    try:
-        new = _loads(b"[" + middle[1:] + b"]")
-    except ValueError:
-        return None
-    return new if isinstance(new, list) else None
+    view = memoryview(entry.data)
+    for offset, count in reversed(entry.marks):
+        if len(data) < offset + t or not data.startswith(view[:offset]):
+            continue
+        middle = data[offset : len(data) - t].strip()
+        if not middle:
+            return count, offset, []
+        if not middle.startswith(b","):
+            continue
+        try:
+            new = _loads(b"[" + middle[1:] + b"]")
+        except ValueError:
+            continue
+        if isinstance(new, list):
+            return count, offset, new
+    return None
+
+
+def _own_marks(data: bytes, raw: list[Any], head: int, since: int) -> list[tuple[int, int]]:
+    """Marks for the last :data:`BACK` items of ``raw`` after the first ``since``: the offset where each one's
+    ``,`` starts, found by comparing the bytes before ``head`` with their compact JSON."""
+    out: list[tuple[int, int]] = []
+    pos = head
+    for j in range(len(raw) - 1, max(since, len(raw) - BACK), -1):
+        try:
+            item = orjson.dumps(raw[j])
+        except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): no mark
+            break
+        start = pos - len(item)
+        if start < 1 or data[start:pos] != item or data[start - 1 : start] != b",":
+            break
+        pos = start - 1
+        out.append((pos, j))
+    return out[::-1]
 
 
 _SPACE = frozenset(b" \t\r\n")
@@ -180,8 +225,7 @@ def answers_for(data: bytes, hit: Hit | None) -> Answers:
     """The needle answers for ``data``: from the kept body it appends to when there is one."""
     if hit is None:
         return Answers(data)
-    start = len(hit.entry.head)
-    return Answers(data, hit.entry.answers, (start, len(data) - len(hit.entry.tail)))
+    return Answers(data, hit.entry.answers, (hit.offset, len(data) - len(hit.entry.tail)))
 
 
 class PrefixCache:
@@ -209,21 +253,23 @@ class PrefixCache:
         with self._lock:
             entries = [(k, e) for k, e in reversed(self._entries.items()) if k[0] == dialect]
         for k, entry in entries:
-            new = appended(data, entry)
-            if new is not None:
+            found = appended(data, entry)
+            if found is not None:
                 with self._lock:
                     self.hits += 1
                     self._drop(k)  # the session moved on: its next request replaces this entry
-                return Hit(entry, new)
+                return Hit(entry, *found)
         with self._lock:
             self.misses += 1
         return None
 
     def keep(self, dialect: str, data: bytes, body: dict[str, Any], key: str, items: list[Any],
-             end: int | None = None, answers: dict[bytes, bool] | None = None) -> Entry | None:
+             end: int | None = None, answers: dict[bytes, bool] | None = None, hit: Hit | None = None
+             ) -> Entry | None:
         """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
         ``end``: the array's closing offset when the caller knows it (an append of a kept body);
-        ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later)."""
+        ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later);
+        ``hit``: the kept body ``data`` was found to extend (its marks and verdicts up to there carry over)."""
         if len(data) < self.min_size or 2 * len(data) > self.max_bytes // 2:
             return None
         if end is None:
@@ -233,8 +279,16 @@ class PrefixCache:
         head = end
         while head and data[head - 1] in _SPACE:  # pretty JSON indents the ]
             head -= 1
-        entry = Entry(memoryview(data)[:head], data[end:], body, body[key], items, 2 * len(data),
-                      answers if answers is not None else {})  # a view: no copy of a body of megabytes
+        raw = body[key]
+        since = hit.count if hit is not None else 0
+        marks = [m for m in hit.entry.marks if m[1] <= since] if hit is not None else []
+        marks += _own_marks(data, raw, head, since)
+        if not marks or marks[-1][1] < len(raw):
+            marks.append((head, len(raw)))
+        verdicts = dict(sorted((c, v) for c, v in hit.entry.verdicts.items() if c <= since)[-MAX_MARKS:]) \
+            if hit is not None else {}
+        entry = Entry(data, tuple(marks[-MAX_MARKS:]), data[end:], body, raw, items, 2 * len(data),
+                      answers if answers is not None else {}, verdicts)
         with self._lock:
             self._serial += 1
             k = (dialect, self._serial)

@@ -89,9 +89,10 @@ def entry_for(data: bytes, key: str) -> Any:
 def test_appended_items_and_non_appends() -> None:
     data = b'{"messages":[{"role":"user","content":"a"}],"model":"m"}'
     e = entry_for(data, "messages")
-    assert appended(data, e) == []
+    end = data.index(b"]")
+    assert appended(data, e) == (1, end, [])
     assert appended(b'{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"model":"m"}',
-                    e) == [{"role": "user", "content": "b"}]
+                    e) == (1, end, [{"role": "user", "content": "b"}])
     for other in (
         b'{"messages":[{"role":"user","content":"a"}],"model":"n"}',  # the tail changed
         b'{"messages":[{"role":"user","content":"A"}],"model":"m"}',  # the history changed
@@ -100,6 +101,23 @@ def test_appended_items_and_non_appends() -> None:
         b'{"messages":[{"role":"user","content":"a"}],"x":[1],"model":"m"}',  # not inside the array
     ):
         assert appended(other, e) is None, other
+
+
+def test_a_changed_last_item_is_found_from_its_mark() -> None:
+    """Claude Code moves its cache_control breakpoint to the new last message: the old last one changes."""
+    a = b'{"role":"user","content":"a"}'
+    b_marked = b'{"role":"user","content":[{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}'
+    b_plain = b'{"role":"user","content":[{"type":"text","text":"b"}]}'
+    c = b'{"role":"assistant","content":"c"}'
+    e = entry_for(b'{"messages":[' + a + b"," + b_marked + b'],"model":"m"}', "messages")
+    assert appended(b'{"messages":[' + a + b"," + b_plain + b"," + c + b'],"model":"m"}', e) == (
+        1, len(b'{"messages":[' + a), [orjson.loads(b_plain), orjson.loads(c)])
+    assert appended(b'{"messages":[' + a + b'],"model":"m"}', e) == (1, len(b'{"messages":[' + a), [])  # dropped
+    assert appended(b'{"messages":[{"role":"user","content":"A"},' + b_plain + b'],"model":"m"}', e) is None
+    pretty = b'{"messages": [' + a + b", " + b_marked + b'], "model": "m"}'  # not compact: no mark for b
+    e = entry_for(pretty, "messages")
+    assert appended(b'{"messages": [' + a + b", " + b_plain + b'], "model": "m"}', e) is None
+    assert e.marks == ((len(pretty) - len(b'], "model": "m"}'), 2),)
 
 
 # -- the engine: the same answer as parsing whole ------------------------------------------------
@@ -174,14 +192,17 @@ def test_responses_session_repairs_on_the_fast_path(tmp_path: Path) -> None:
 
 
 def test_edited_history_is_parsed_whole(tmp_path: Path) -> None:
+    """An edit before every mark (the first message) is a miss; an edit of one of the last items (Claude Code
+    moving its cache_control breakpoint) is found from the mark before it; both answer as the whole parse."""
     body = fixture("claude-code/single_png__turn2.json")
     first = compact(body)
-    edited = dict(body, messages=[*body["messages"][:-1], {"role": "user", "content": "compacted"}])
-    cache = PrefixCache()
-    fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], cache, tmp_path)
-    whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], None, tmp_path)
-    assert fast == whole
-    assert cache.hits == 0 and cache.misses == 2
+    for edited, hits in ((dict(body, messages=[{"role": "user", "content": "compacted"}, *body["messages"][1:]]), 0),
+                         (dict(body, messages=[*body["messages"][:-1], {"role": "user", "content": "compacted"}]), 1)):
+        cache = PrefixCache()
+        fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], cache, tmp_path)
+        whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], None, tmp_path)
+        assert fast == whole
+        assert (cache.hits, cache.misses) == (hits, 2 - hits)
 
 
 def test_cache_is_bounded() -> None:
