@@ -49,6 +49,11 @@ def _catalogue() -> dict[tuple[str, str], frozenset[str]]:
     return table
 
 
+def warm() -> None:
+    """Read the catalogue now (it is read once, on first use)."""
+    _catalogue()
+
+
 @lru_cache(maxsize=4096)
 def _lookup(provider: str | None, model: str) -> frozenset[str] | None:
     """Provider's own entry, then the prefix rules, then the union of what other catalogues say."""
