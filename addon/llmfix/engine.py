@@ -166,7 +166,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.
     verdict_key = (resolved.profile, conv.model, resolved.modalities, tuple(r.name for r in todo), server_state)
     start, prior = _prior(hit, verdict_key)
-    states, sure, verdicts = _settle(todo, conv.items, start, prior, kept, ctx, verdict_key)
+    states, sure, verdicts = _settle(todo, conv.items, start, prior, hit, kept, ctx, verdict_key)
     # the repairs before the first unsure one change nothing: the rest see the items as sent
     items, changes = pipeline.run(conv.items, ctx, todo[sure:])
     if observe:
@@ -196,8 +196,9 @@ def _process(req: Request, settings: Settings) -> Outcome:
     )
 
 
-def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdict | None, kept: Entry | None,
-            ctx: Context, key: tuple[Any, ...]) -> tuple[tuple[Any, ...] | None, int, dict[int, settled.Verdict]]:
+def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdict | None, hit: Hit | None,
+            kept: Entry | None, ctx: Context, key: tuple[Any, ...]
+            ) -> tuple[tuple[Any, ...] | None, int, dict[int, settled.Verdict]]:
     """The certain checks over ``items[start:]`` from ``prior`` (repairs/settled.py): (the states for the whole
     of ``items`` or None, how many leading repairs are certain to change nothing, the verdicts to keep, each
     with the record of where the tool results are, ``memory/observations.py``).
@@ -207,7 +208,10 @@ def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdic
     verdict to continue from. A mark whose prefix is not certain (an Anthropic tool_use whose results are
     the next item) gets none; the walk continues from the last one that is."""
     n = len(items)
-    counts = [c for _, c in kept.marks if start < c < n] if kept is not None else []
+    # marks before the end only for a client that changes its last items (found from such a mark) or one not
+    # seen before: a client that appends byte for byte (Codex, Droid) continues from the end
+    edits = hit is None or hit.count < len(hit.entry.raw)
+    counts = [c for _, c in kept.marks if start < c < n] if kept is not None and edits else []
     states = prior.states if prior is not None else None
     record = prior.observed if prior is not None else None
     at = start

@@ -237,6 +237,7 @@ class PrefixCache:
         self._bytes = 0
         self._serial = 0
         self._lock = threading.Lock()
+        self._peeked = threading.local()  # this thread's last peek: (data, entry, what it appends), for find
         self.hits = self.misses = 0
 
     def peek(self, dialect: str, data: bytes) -> Entry | None:
@@ -245,15 +246,23 @@ class PrefixCache:
             return None
         with self._lock:
             entries = [e for k, e in reversed(self._entries.items()) if k[0] == dialect]
-        return next((e for e in entries if appended(data, e) is not None), None)
+        for entry in entries:
+            found = appended(data, entry)
+            if found is not None:
+                self._peeked.last = (data, entry, found)  # find() on the same body need not look again
+                return entry
+        return None
 
     def find(self, dialect: str, data: bytes) -> Hit | None:
         if len(data) < self.min_size:
             return None
         with self._lock:
             entries = [(k, e) for k, e in reversed(self._entries.items()) if k[0] == dialect]
+        peeked = getattr(self._peeked, "last", None)
+        self._peeked.last = None
         for k, entry in entries:
-            found = appended(data, entry)
+            found = peeked[2] if peeked is not None and peeked[0] is data and peeked[1] is entry else \
+                appended(data, entry)
             if found is not None:
                 with self._lock:
                     self.hits += 1
