@@ -157,7 +157,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect,
                                                                   learned)
-    if resolved is not host_only:
+    if resolved.profile != host_only.profile:  # the model's own profile: other repairs may apply
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     server_state = bool(conv.body.get("previous_response_id") or conv.body.get("conversation"))
     extras = {"media_window": settings.window, "flow_id": req.flow_id, "server_state": server_state}
@@ -235,10 +235,10 @@ def _prior(hit: Hit | None, key: tuple[Any, ...]) -> tuple[int, settled.Verdict 
     (0, None) when there is none."""
     if hit is None:
         return 0, None
-    for count in sorted((c for c in hit.entry.verdicts if c <= hit.count), reverse=True):
-        verdict = hit.entry.verdicts[count]
-        if verdict.key == key:
-            return count, verdict
+    verdicts = dict(hit.entry.verdicts)  # one C-level copy: another flow may be adding to them meanwhile
+    for count in sorted((c for c in verdicts if c <= hit.count), reverse=True):
+        if verdicts[count].key == key:
+            return count, verdicts[count]
     return 0, None
 
 

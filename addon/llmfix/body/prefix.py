@@ -294,8 +294,8 @@ class PrefixCache:
         marks += _own_marks(data, raw, head, since)
         if not marks or marks[-1][1] < len(raw):
             marks.append((head, len(raw)))
-        verdicts = dict(sorted((c, v) for c, v in hit.entry.verdicts.items() if c <= since)[-MAX_MARKS:]) \
-            if hit is not None else {}
+        verdicts = dict(sorted((c, v) for c, v in dict(hit.entry.verdicts).items() if c <= since)[-MAX_MARKS:]) \
+            if hit is not None else {}  # a copy first: another flow may be adding to them meanwhile
         entry = Entry(data, tuple(marks[-MAX_MARKS:]), data[end:], body, raw, items, 2 * len(data),
                       answers if answers is not None else {}, verdicts)
         with self._lock:

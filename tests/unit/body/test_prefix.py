@@ -258,3 +258,45 @@ def test_light_requests_are_appends_of_kept_bodies(tmp_path: Path) -> None:
     assert not engine.light(req(second, "gzip"), settings)
     assert not engine.light(req(second), engine.Settings(prefix=None))
     assert settings.prefix is not None and settings.prefix.hits == 0  # light() only looks
+
+
+def test_concurrent_turns_of_one_session_answer_as_the_whole_parse(tmp_path: Path) -> None:
+    """Flows of one session in worker threads at once (a retry, parallel sub-agents sharing a history): they
+    find, extend and add verdicts to the same entries; every answer is still the whole parse's."""
+    import sys
+    import threading
+
+    body = fixture("claude-code/single_png__turn2.json")
+    turns = [[{"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_c{k}", "name": "Bash",
+                                                 "input": {"command": "ls"}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_c{k}",
+                                            "content": "x" * 4000}]}] for k in range(12)]
+    bodies = session(body, "messages", turns)
+    whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
+    memory = Recall(SqliteStore(tmp_path / "shared.sqlite3"))
+    settings = engine.Settings(memory=memory, prefix=PrefixCache(min_size=0))
+    errors: list[BaseException] = []
+    got: dict[tuple[int, int], tuple[Any, ...]] = {}
+
+    def worker(w: int) -> None:
+        try:
+            for i, raw in enumerate(bodies):
+                o = engine.process(engine.Request(Dialect.MESSAGES, "api.anthropic.com", 443, raw, None,
+                                                  f"w{w}-{i}"), settings)
+                got[(w, i)] = (o.status, o.reason, o.body, tuple(o.lines), o.profile, o.model)
+        except BaseException as e:  # reported by the assert below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can: interleave every step
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+        memory.close()
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert all(got[(w, i)] == whole[i] for w in range(4) for i in range(len(bodies)))
