@@ -45,7 +45,15 @@ class Haystack:
         self.spans = spans
 
     def __contains__(self, needle: bytes) -> bool:
-        return any(self.data.find(needle, a, b) >= 0 for a, b in self.spans)
+        return self.find(needle) >= 0
+
+    def find(self, needle: bytes) -> int:
+        """Where ``needle`` first occurs outside the payloads, or -1."""
+        for a, b in self.spans:
+            j = self.data.find(needle, a, b)
+            if j >= 0:
+                return j
+        return -1
 
 
 Searchable = bytes | Haystack

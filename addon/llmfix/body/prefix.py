@@ -74,7 +74,7 @@ class Entry:
     raw: list[Any]  # the message array as parsed JSON
     items: list[Any]  # the same, typed (frozen wire models)
     size: int  # what it counts against MAX_BYTES: twice the body's length
-    answers: dict[bytes, bool]  # ``needle in body`` answers given for this body (see :class:`Answers`)
+    answers: dict[bytes, int]  # where each needle asked of this body first occurs, -1: nowhere (:class:`Answers`)
     verdicts: dict[int, Any]  # item count → a ``repairs.settled.Verdict`` for the first count items
 
 
@@ -189,43 +189,57 @@ MARGIN = 64
 
 
 class Answers:
-    """``needle in body`` (as :func:`llmfix.body.haystack.haystack` answers it), remembering every answer so
-    that a body appending to this one can answer from them.
+    """``needle in body`` (as :func:`llmfix.body.haystack.haystack` answers it), remembering where each needle
+    first occurs (-1: nowhere) so that a body extending this one can answer from it.
 
-    For an append B of a kept body P, ``needle in B`` is true when it is in P's head or tail, or in the bytes
-    B adds: P's answer (true also for a match of P's that the haystack would have skipped or that straddled
-    the array's end, so never false when B's is true) or a search of B's new bytes with :data:`MARGIN` bytes
-    of context on each side. A true answer makes a repair a candidate, which then looks for itself: an
-    answer may be true where the whole search says false, never the other way round."""
+    For B, found as P's first ``count`` items (ending at ``a``) + new items + P's tail (starting at ``b`` in
+    B): a needle whose first match in P ends before ``a`` is in B there (the same bytes); one whose first
+    match is in P's tail is in B's; one P has nowhere can only be in B's new bytes, searched with
+    :data:`MARGIN` bytes of context on each side; and one whose first match in P was in the items B replaced
+    (Claude Code's moving breakpoint) is searched in all of B from ``a``. So the answer is the haystack's.
+    """
 
     __slots__ = ("_data", "_hay", "_known", "_region", "answers")
 
-    def __init__(self, data: bytes, known: dict[bytes, bool] | None = None, region: tuple[int, int] = (0, 0)) -> None:
+    def __init__(self, data: bytes, known: dict[bytes, int] | None = None,
+                 region: tuple[int, int, int] = (0, 0, 0)) -> None:
         self._data = data
         self._hay: Searchable | None = None
         self._known = known
-        self._region = region
-        self.answers: dict[bytes, bool] = {}
+        self._region = region  # (a, b, where P's tail starts in P)
+        self.answers: dict[bytes, int] = {}
 
     def __contains__(self, needle: bytes) -> bool:
         got = self.answers.get(needle)
         if got is None:
-            if self._known is not None and len(needle) <= MARGIN and needle in self._known:
-                a, b = self._region
-                got = self._known[needle] or self._data.find(needle, max(0, a - MARGIN), b + MARGIN) >= 0
+            known = self._known
+            if known is not None and len(needle) <= MARGIN and needle in known:
+                got = self._from_known(needle, known[needle])
             else:
                 if self._hay is None:
                     self._hay = haystack(self._data)
-                got = needle in self._hay
+                got = self._hay.find(needle)  # bytes, or a Haystack: outside base64 payloads
             self.answers[needle] = got
-        return got
+        return got >= 0
+
+    def _from_known(self, needle: bytes, pos: int) -> int:
+        a, b, tail = self._region
+        if pos >= 0 and pos + len(needle) <= a:
+            return pos
+        if pos >= tail:
+            return pos - tail + b
+        data = self._data
+        if pos < 0:
+            return data.find(needle, max(0, a - MARGIN), b + MARGIN)
+        return data.find(needle, max(0, a - MARGIN))
 
 
 def answers_for(data: bytes, hit: Hit | None) -> Answers:
     """The needle answers for ``data``: from the kept body it appends to when there is one."""
     if hit is None:
         return Answers(data)
-    return Answers(data, hit.entry.answers, (hit.offset, len(data) - len(hit.entry.tail)))
+    entry = hit.entry
+    return Answers(data, entry.answers, (hit.offset, len(data) - len(entry.tail), len(entry.data) - len(entry.tail)))
 
 
 class PrefixCache:
@@ -273,7 +287,7 @@ class PrefixCache:
         return None
 
     def keep(self, dialect: str, data: bytes, body: dict[str, Any], key: str, items: list[Any],
-             end: int | None = None, answers: dict[bytes, bool] | None = None, hit: Hit | None = None
+             end: int | None = None, answers: dict[bytes, int] | None = None, hit: Hit | None = None
              ) -> Entry | None:
         """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
         ``end``: the array's closing offset when the caller knows it (an append of a kept body);

@@ -300,3 +300,24 @@ def test_concurrent_turns_of_one_session_answer_as_the_whole_parse(tmp_path: Pat
         memory.close()
     assert not errors and not any(t.is_alive() for t in threads)
     assert all(got[(w, i)] == whole[i] for w in range(4) for i in range(len(bodies)))
+
+
+def test_answers_of_a_body_found_from_an_earlier_mark_are_the_haystacks() -> None:
+    """A needle whose only match was in the item the new body replaced is not in the new body (Claude Code's
+    breakpoint moved away): the answers are exactly the whole search's, not the earlier body's."""
+    a = b'{"role":"user","content":"alpha"}'
+    marked = b'{"role":"user","content":[{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}'
+    plain = b'{"role":"user","content":[{"type":"text","text":"b"}]}'
+    first = b'{"messages":[' + a + b"," + marked + b'],"model":"m","tools":[{"name":"image_url"}]}'
+    cache = PrefixCache(min_size=0)
+    hay = answers_for(first, None)
+    needles = (b"cache_control", b"alpha", b"image_url", b"beta", b'"tool"', b'"model"')
+    assert [n in hay for n in needles] == [True, True, True, False, False, True]
+    cache.keep("chat", first, orjson.loads(first), "messages", [None, None], answers=hay.answers)
+    later = b'{"messages":[' + a + b"," + plain + b',{"role":"tool","content":"beta"}],"model":"m",' \
+            b'"tools":[{"name":"image_url"}]}'
+    hit = cache.find("chat", later)
+    assert hit is not None and hit.count == 1
+    hay = answers_for(later, hit)
+    assert [n in hay for n in needles] == [n in later for n in needles] == [False, True, True, True, True, True]
+    assert hay.answers == {n: later.find(n) for n in needles}  # where each first occurs, for the next body
