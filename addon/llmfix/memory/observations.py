@@ -23,7 +23,7 @@ from typing import Any
 
 from llmfix.idset import EMPTY, Ids
 from llmfix.route import Dialect
-from llmfix.wire.toolresults import Result, loose_media, results
+from llmfix.wire.toolresults import Result, loose_media, refs, results
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,23 +34,26 @@ class Observed:
 
 def extend(record: Observed | None, dialect: Dialect, items: list[Any], start: int) -> Observed | None:
     """The record of ``items`` from ``record``, that of ``items[:start]`` (None when ``start`` is 0); None when
-    a call id repeats."""
-    new = results(dialect, items[start:])
-    if start:
-        new = [replace(r, index=r.index + start) for r in new]
+    a call id repeats. Only the results with media are built whole (:func:`results`); of the others, the
+    call id and the item are enough."""
+    found = refs(dialect, items, start)
+    loose = [(i + start, p) for i, p in loose_media(dialect, items[start:])]
+    new_media: list[Result] = []
+    for at in dict.fromkeys(i for _, i, has in found if has):
+        later = tuple(p for i, p in loose if i >= at)
+        new_media += [replace(r, index=at, later=later) for r in results(dialect, [items[at]]) if r.media]
     if record is None:
         media: tuple[Result, ...] = ()
         plain = EMPTY
     else:
-        extra = tuple(p for _, p in loose_media(dialect, items[start:]))
+        extra = tuple(p for _, p in loose)
         media = tuple(replace(r, later=r.later + extra) for r in record.media) if extra else record.media
         plain = record.plain
-    ids = [r.call_id for r in new]
+    ids = [c for c, _, _ in found]
     old = {r.call_id for r in media}
     if len(set(ids)) != len(ids) or any(c in old or c in plain for c in ids):
         return None
-    return Observed(media + tuple(r for r in new if r.media),
-                    plain.plus({r.call_id: r.index for r in new if not r.media}))
+    return Observed(media + tuple(new_media), plain.plus({c: i for c, i, has in found if not has}))
 
 
 def seen(window: Any, flow_id: str, dialect: Dialect, items: list[Any], record: Observed) -> list[Result]:

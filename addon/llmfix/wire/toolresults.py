@@ -136,6 +136,27 @@ def results(dialect: Dialect, items: list[Any], text_too: Callable[[str], bool] 
     return out
 
 
+def refs(dialect: Dialect, items: list[Any], start: int = 0) -> list[tuple[str, int, bool]]:
+    """(call id, item index, whether it has media) of each tool result in ``items[start:]`` that :func:`results`
+    lists, in the same order, without building its pieces (cheap: no Piece per text result)."""
+    out: list[tuple[str, int, bool]] = []
+    for i in range(start, len(items)):
+        m = items[i]
+        if dialect is Dialect.RESPONSES and isinstance(m, rs.ToolOutput) and m.call_id:
+            out.append((m.call_id, i, _any_media(m.output, rs.TEXT_PARTS)))
+        elif dialect is Dialect.CHAT and isinstance(m, ch.Message) and m.role == "tool" and m.tool_call_id:
+            out.append((m.tool_call_id, i, _any_media(m.content, ch.TextPart)))
+        elif dialect is Dialect.MESSAGES and isinstance(m, an.Message) and isinstance(m.content, list):
+            out += [(b.tool_use_id, i, _any_media(b.content, an.TextBlock)) for b in m.content
+                    if isinstance(b, an.ToolResult)]
+    return out
+
+
+def _any_media(content: Any, text: Any) -> bool:
+    """Whether :func:`_pieces` of ``content`` would hold a media piece (any part that is not text)."""
+    return isinstance(content, list) and any(not isinstance(p, text) for p in content)
+
+
 def native(piece: Piece, dialect: Dialect) -> Any | None:
     """``piece`` as a part of ``dialect``; None when it cannot be carried there."""
     if piece.dialect is dialect and piece.raw is not None:
