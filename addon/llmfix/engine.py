@@ -224,7 +224,7 @@ def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdic
             if c == n:
                 return None, sure, out
             continue
-        if record is not None or at == 0:
+        if kept is not None and (record is not None or at == 0):  # a record only for a body kept for its successor
             record = observations.extend(record, ctx.dialect, sub, at)
         states, at = got, c
         out[c] = settled.Verdict(key, got, record)
