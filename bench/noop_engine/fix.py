@@ -1,0 +1,21 @@
+"""llmfix's addons with ``engine.process`` replaced by a no-op, for the bench's ``--addon``: what mitmproxy
+dispatching llmfix's hooks costs by itself (the floor under any engine work).
+
+    uv run python bench/run.py --only hist_chat_2k,hist_messages_2k --addon bench/noop_engine
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "addon"))
+
+from llmfix import engine
+from llmfix.proxy import LLMFix
+from llmfix.report.capture import Capture
+from llmfix.retry.addon import Retry
+
+engine.process = lambda req, settings: engine.Outcome("untouched")  # every request: nothing to do
+engine.light = lambda req, settings: True  # and no worker thread
+
+_fix = LLMFix()
+addons = [_fix, Retry(_fix), Capture()]
