@@ -23,10 +23,11 @@ class Haystack:
 
     __slots__ = ("data", "spans")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, start: int = 0, end: int | None = None) -> None:
+        """``start``: where to begin, outside every JSON string (0, or the end of an item); ``end``: where to stop."""
         self.data = data
         spans: list[tuple[int, int]] = []
-        pos, n = 0, len(data)
+        pos, n = start, len(data) if end is None else min(end, len(data))
         while pos < n:
             first, marker = n, b""
             for m in _PAYLOAD_MARKERS:  # the earliest marker; each search bounded by the best so far
@@ -35,12 +36,12 @@ class Haystack:
                     first, marker = j, m
             if not marker:
                 break
-            start = first + len(marker)
-            end = data.find(b'"', start)
-            if end < 0:
+            payload = first + len(marker)
+            closing = data.find(b'"', payload)
+            if closing < 0:
                 break
-            spans.append((pos, start))
-            pos = end
+            spans.append((pos, payload))
+            pos = closing
         spans.append((pos, n))
         self.spans = spans
 
@@ -57,6 +58,14 @@ class Haystack:
 
 
 Searchable = bytes | Haystack
+
+
+def find_outside_payloads(data: bytes, needle: bytes, start: int, end: int) -> int:
+    """Where ``needle`` first occurs in ``data[start:end]`` as ``haystack(data)`` would find it (payloads skipped
+    in a large body), or -1; ``start`` must be outside every JSON string."""
+    if len(data) < MIN_SIZE:
+        return data.find(needle, start, end)
+    return Haystack(data, start, end).find(needle)
 
 
 def haystack(data: bytes) -> Searchable:

@@ -49,7 +49,7 @@ from typing import Any
 import orjson
 import pydantic_core
 
-from llmfix.body.haystack import Searchable, haystack
+from llmfix.body.haystack import Searchable, find_outside_payloads, haystack
 
 MAX_ENTRIES = 16
 MAX_BYTES = 48 * 1024 * 1024
@@ -159,7 +159,7 @@ def appended(data: bytes, entry: Entry) -> tuple[int, int, list[Any]] | None:
             new = _loads(b"[" + middle[1:] + b"]")
         except ValueError:
             continue
-        if isinstance(new, list):
+        if isinstance(new, list) and new:  # a lone "," before the "]" is no value: invalid JSON, not an append
             return count, offset, new
     return None
 
@@ -196,7 +196,10 @@ class Answers:
     B): a needle whose first match in P ends before ``a`` is in B there (the same bytes); one whose first
     match is in P's tail is in B's; one P has nowhere can only be in B's new bytes, searched with
     :data:`MARGIN` bytes of context on each side; and one whose first match in P was in the items B replaced
-    (Claude Code's moving breakpoint) is searched in all of B from ``a``. So the answer is the haystack's.
+    (Claude Code's moving breakpoint) is searched in all of B from ``a``. Searched by the haystack's rule
+    (base64 payloads skipped in a large body), so the answer is the haystack's — but for a match that
+    straddles ``a`` inside a payload, which the raw bytes around ``a`` answer (llmfix's needles are key and
+    value bytes; only ``mediaType`` is even made of base64 letters).
     """
 
     __slots__ = ("_data", "_hay", "_known", "_region", "answers")
@@ -229,9 +232,11 @@ class Answers:
         if pos >= tail:
             return pos - tail + b
         data = self._data
-        if pos < 0:
-            return data.find(needle, max(0, a - MARGIN), b + MARGIN)
-        return data.find(needle, max(0, a - MARGIN))
+        end = b + MARGIN if pos < 0 else len(data)
+        # from a on, the haystack's own rule (``a`` ends an item: outside every string, so its payload spans are
+        # the whole body's); a match straddling ``a`` is looked for in the raw bytes around it
+        near = data.find(needle, max(0, a - len(needle) + 1), min(a + len(needle) - 1, end))
+        return near if near >= 0 else find_outside_payloads(data, needle, a, end)
 
 
 def answers_for(data: bytes, hit: Hit | None) -> Answers:

@@ -39,9 +39,17 @@ def extend(record: Observed | None, dialect: Dialect, items: list[Any], start: i
     found = refs(dialect, items, start)
     loose = [(i + start, p) for i, p in loose_media(dialect, items[start:])]
     new_media: list[Result] = []
+    fresh: dict[str, int] = {}
+    for call_id, at, has in found:  # a part that is not text may still make no media piece (a "text" part
+        if not has:                 # of an unknown shape): the item's results, built whole, decide
+            fresh[call_id] = at
     for at in dict.fromkeys(i for _, i, has in found if has):
         later = tuple(p for i, p in loose if i >= at)
-        new_media += [replace(r, index=at, later=later) for r in results(dialect, [items[at]]) if r.media]
+        for r in results(dialect, [items[at]]):
+            if r.media:
+                new_media.append(replace(r, index=at, later=later))
+            else:
+                fresh[r.call_id] = at
     if record is None:
         media: tuple[Result, ...] = ()
         plain = EMPTY
@@ -53,7 +61,7 @@ def extend(record: Observed | None, dialect: Dialect, items: list[Any], start: i
     old = {r.call_id for r in media}
     if len(set(ids)) != len(ids) or any(c in old or c in plain for c in ids):
         return None
-    return Observed(media + tuple(new_media), plain.plus({c: i for c, i, has in found if not has}))
+    return Observed(media + tuple(new_media), plain.plus(fresh))
 
 
 def seen(window: Any, flow_id: str, dialect: Dialect, items: list[Any], record: Observed) -> list[Result]:

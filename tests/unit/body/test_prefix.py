@@ -321,3 +321,60 @@ def test_answers_of_a_body_found_from_an_earlier_mark_are_the_haystacks() -> Non
     hay = answers_for(later, hit)
     assert [n in hay for n in needles] == [n in later for n in needles] == [False, True, True, True, True, True]
     assert hay.answers == {n: later.find(n) for n in needles}  # where each first occurs, for the next body
+
+
+# -- found by review: shapes where the fast path once answered otherwise than the whole parse -------------------
+
+
+def _answers_both(dialect: Dialect, host: str, bodies: list[bytes], prep: Any = None) -> list[list[tuple[Any, ...]]]:
+    from llmfix.memory.media_window import MediaWindow
+    from tests.property.test_promises import Tick
+
+    out = []
+    for prefix in (PrefixCache(min_size=0), None):
+        settings = engine.Settings(window=MediaWindow(0.0, clock=Tick()), prefix=prefix)
+        if prep is not None:
+            prep(settings)
+        got = []
+        for i, raw in enumerate(bodies):
+            o = engine.process(engine.Request(dialect, host, 443, raw, None, f"t{i}"), settings)
+            window = {c: (s.flow_id, s.result) for c, s in settings.window._latest.items()}
+            settings.window.finish(f"t{i}")
+            got.append((o.status, o.reason, o.body, o.lines, o.profile, o.model, window))
+        out.append(got)
+    return out
+
+
+def test_a_lone_trailing_comma_is_bad_json_not_an_append() -> None:
+    first = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}'
+    comma = first[:-2] + b",]}"
+    fast, whole = _answers_both(Dialect.CHAT, "api.openai.com", [first, comma])
+    assert fast == whole and fast[1][0] == "failed"
+
+
+def test_a_text_part_of_an_unknown_shape_overrides_a_held_observation() -> None:
+    """A Responses output part ``{"type": "text"}`` is no media: the request's result still overrides what
+    the window holds for its call id (an ended request's image), on the fast path as on the whole one."""
+    from llmfix.wire.toolresults import Piece, Result
+
+    body = orjson.dumps({"model": "gpt-4.1", "input": [
+        {"role": "user", "content": "look"},
+        {"type": "function_call", "call_id": "X", "name": "view_image", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "X", "output": [{"type": "text", "text": "image dropped"}]}]})
+
+    def held(settings: Any) -> None:
+        settings.window.observe("other", [Result("X", 0, (Piece("image", url="data:image/png;base64,iVBORw0KGgo="),))])
+        settings.window.finish("other")
+
+    fast, whole = _answers_both(Dialect.RESPONSES, "api.openai.com", [body], held)
+    assert fast == whole and fast[0][-1]["X"][0] == "t0"
+
+
+def test_a_needle_inside_a_payload_of_a_large_body_is_not_an_answer() -> None:
+    """In a body of 256 KB or more the haystack skips base64 payloads: so do the answers of an append."""
+    history = [{"role": "user", "content": "lorem ipsum " * 30000}, {"role": "assistant", "content": "ok"}]
+    first = orjson.dumps({"model": "gpt-4.1", "messages": history})
+    later = orjson.dumps({"model": "gpt-4.1", "messages": [*history, {"role": "user",
+                                                                      "content": "pasted ;base64,tool_calls"}]})
+    fast, whole = _answers_both(Dialect.CHAT, "api.openai.com", [first, later])
+    assert fast == whole and fast[1][5] is None  # no candidate: the untouched early return, no model resolved
