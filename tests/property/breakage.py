@@ -147,3 +147,11 @@ def broken_conversation(draw: Any, dialect: str, host: str) -> Conversation:
         reject()
     conv.chunks = chunks
     return conv
+
+
+def valid_or_broken(data: st.DataObject, dialect: str, host: str) -> tuple[bool, Conversation]:
+    """A valid conversation or a broken one (drawn as either), and which it is."""
+    broken = data.draw(st.booleans(), label="broken")
+    conv = data.draw(broken_conversation(dialect, host) if broken else CONVERSATIONS[dialect](host),
+                     label="conversation")
+    return broken, conv

@@ -28,7 +28,7 @@ from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.route import Dialect
 from llmfix.wire.toolresults import Piece, Result, results
-from tests.property.breakage import broken_conversation
+from tests.property.breakage import valid_or_broken
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
 from tests.property.test_promises import Tick
@@ -101,9 +101,7 @@ def _window(window: MediaWindow) -> dict[str, Any]:
 @BUDGET
 @given(data=st.data())
 def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.DataObject) -> None:
-    broken = data.draw(st.booleans(), label="broken")
-    conv = data.draw(broken_conversation(dialect, host) if broken else CONVERSATIONS[dialect](host),
-                     label="conversation")
+    _broken, conv = valid_or_broken(data, dialect, host)
     cache = Cache(min_size=0)
     fast = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=cache)
     whole = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=None)

@@ -21,7 +21,7 @@ from llmfix.profiles import ProfileTable
 from llmfix.repairs import pair_tool_calls, pipeline, settled
 from llmfix.repairs.base import Context
 from llmfix.route import Dialect
-from tests.property.breakage import broken_conversation
+from tests.property.breakage import valid_or_broken
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
 from tests.property.test_promises import Tick
@@ -40,9 +40,7 @@ def _context(conv: Any, d: Dialect, window: MediaWindow) -> tuple[Context, list[
 @BUDGET
 @given(data=st.data())
 def test_a_certain_chain_means_no_repair_changes_anything(dialect: str, host: str, data: st.DataObject) -> None:
-    broken = data.draw(st.booleans(), label="broken")
-    conv = data.draw(broken_conversation(dialect, host) if broken else CONVERSATIONS[dialect](host),
-                     label="conversation")
+    broken, conv = valid_or_broken(data, dialect, host)
     d = Dialect(dialect)
     window = MediaWindow(0.0, clock=Tick())
     ctx, todo = _context(conv, d, window)
