@@ -26,7 +26,7 @@ from tests.property import promises
 from tests.property.breakage import broken_conversation
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS, PATHS, Conversation
-from tests.property.test_promises import MEMORY_MODES, llmfix, send
+from tests.property.test_promises import MEMORY_MODES, idempotent_and_deterministic, llmfix, send
 
 NOT_RECORDED = "No result was recorded for tool call"
 
@@ -62,12 +62,7 @@ def check_turn(settings: Any, conv: Conversation, turns: int, mode: str) -> list
     promises.accepted(conv.host.rules, PATHS[conv.dialect], got)
     for s in promises.strings(got):
         assert not ("success" in s.lower() and NOT_RECORDED in s), "a missing result must never claim success"
-
-    again = send(settings, conv, out, f"t{turns}-again")
-    assert again.status == "untouched", f"not idempotent: {[c.line() for c in again.changes]} {again.reason}"
-    with llmfix(mode, conv.calls) as fresh:
-        assert promises.body_of(raw, send(fresh, conv, raw, f"t{turns}"))[0] == out, "not deterministic (fresh)"
-    assert promises.body_of(raw, send(settings, conv, raw, f"t{turns}-repeat"))[0] == out, "not deterministic (warm)"
+    idempotent_and_deterministic(settings, conv, raw, out, turns, mode)
     return got[conv.key]
 
 

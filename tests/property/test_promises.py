@@ -88,13 +88,18 @@ def check_turn(settings: Settings, conv: Conversation, turns: int, mode: str) ->
     promises.untouched_items_kept(sent[conv.key], got[conv.key], promises.dropped_of(outcome))
     promises.accepted(conv.host.rules, PATHS[conv.dialect], got)
 
+    idempotent_and_deterministic(settings, conv, raw, out, turns, mode)
+    return got[conv.key]
+
+
+def idempotent_and_deterministic(settings: Settings, conv: Conversation, raw: bytes, out: bytes, turns: int,
+                                 mode: str) -> None:
+    """``out``, what llmfix made of ``raw``, needs nothing more, and a fresh llmfix and this one again make it."""
     again = send(settings, conv, out, f"t{turns}-again")
     assert again.status == "untouched", f"not idempotent: {[c.line() for c in again.changes]} {again.reason}"
-
     with llmfix(mode, conv.calls) as fresh:
         assert promises.body_of(raw, send(fresh, conv, raw, f"t{turns}"))[0] == out, "not deterministic (fresh)"
     assert promises.body_of(raw, send(settings, conv, raw, f"t{turns}-repeat"))[0] == out, "not deterministic (warm)"
-    return got[conv.key]
 
 
 @pytest.mark.parametrize("host", list(HOSTS))
