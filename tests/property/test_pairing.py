@@ -21,7 +21,7 @@ from llmfix.profiles import ProfileTable
 from llmfix.repairs import pair_tool_calls
 from llmfix.repairs.base import Context
 from llmfix.route import Dialect
-from llmfix.wire import toolpairs
+from llmfix.wire import paired
 from tests.property import promises
 from tests.property.breakage import broken_conversation
 from tests.property.budget import BUDGET
@@ -96,7 +96,7 @@ def test_the_fast_path_never_skips_a_change(dialect: str, data: st.DataObject) -
     assert parsed is not None
     items = parsed.items
     ctx = Context(d, ProfileTable().resolve(conv.host.name, 443, conv.model).profile, conv.model, None)
-    fast = toolpairs.surely_paired(d, items)
+    fast = paired.surely_paired(d, items)
     event(f"surely paired: {fast}")
     if fast:
         assert pair_tool_calls.full(items, ctx)[1] == []

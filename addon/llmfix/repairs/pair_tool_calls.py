@@ -57,6 +57,7 @@ from llmfix.repairs.pair_orphans import where as _where
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
 from llmfix.wire import anthropic as an
+from llmfix.wire import paired
 from llmfix.wire import toolpairs as tp
 from llmfix.wire.base import evolve
 
@@ -266,14 +267,14 @@ def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if tp.surely_paired(ctx.dialect, items):
+    if paired.surely_paired(ctx.dialect, items):
         return items, []
     return full(items, ctx)
 
 
-def _extend(state: tp.Settled | None, items: list[Any], start: int, ctx: Context) -> tp.Settled | None:
-    """Certain that nothing needs pairing: :func:`llmfix.wire.toolpairs.settled` over the new items."""
-    return tp.settled(ctx.dialect, items, start, state)
+def _extend(state: paired.Settled | None, items: list[Any], start: int, ctx: Context) -> paired.Settled | None:
+    """Certain that nothing needs pairing: :func:`llmfix.wire.paired.settled` over the new items."""
+    return paired.settled(ctx.dialect, items, start, state)
 
 
 def full(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
