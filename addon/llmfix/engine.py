@@ -210,7 +210,7 @@ def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdic
     n = len(items)
     # marks before the end only for a client that changes its last items (found from such a mark) or one not
     # seen before: a client that appends byte for byte (Codex, Droid) continues from the end
-    edits = hit is None or hit.count < len(hit.entry.raw)
+    edits = hit is None or hit.edited
     since = max(start, hit.count if hit is not None else 0)  # an earlier mark had its verdict tried then
     counts = [c for _, c in kept.marks if since < c < n] if kept is not None and edits else []
     states = prior.states if prior is not None else None

@@ -85,6 +85,12 @@ class Hit:
     offset: int  # where in the body they end
     new: list[Any]  # the items after them, parsed JSON (not yet typed)
 
+    @property
+    def edited(self) -> bool:
+        """Whether the body changed some of the entry's last items (found from a mark before the array's end):
+        a client that does so (Claude Code, opencode) is worth marks and verdicts before its own last items."""
+        return self.count < len(self.entry.raw)
+
 
 def _loads(data: bytes) -> Any:
     """The parser of the full path (``body.conversation.loads``), so both read a body alike."""
@@ -310,7 +316,8 @@ class PrefixCache:
         raw = body[key]
         since = hit.count if hit is not None else 0
         marks = [m for m in hit.entry.marks if m[1] <= since] if hit is not None else []
-        marks += _own_marks(data, raw, head, since)
+        if hit is None or hit.edited:  # a client that appends byte for byte (Codex, Droid) never needs them
+            marks += _own_marks(data, raw, head, since)
         if not marks or marks[-1][1] < len(raw):
             marks.append((head, len(raw)))
         verdicts = dict(sorted((c, v) for c, v in dict(hit.entry.verdicts).items() if c <= since)[-MAX_MARKS:]) \

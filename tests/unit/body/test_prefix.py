@@ -378,3 +378,27 @@ def test_a_needle_inside_a_payload_of_a_large_body_is_not_an_answer() -> None:
                                                                       "content": "pasted ;base64,tool_calls"}]})
     fast, whole = _answers_both(Dialect.CHAT, "api.openai.com", [first, later])
     assert fast == whole and fast[1][5] is None  # no candidate: the untouched early return, no model resolved
+
+
+def test_own_marks_only_for_a_client_that_edits_its_last_items() -> None:
+    """A body found at the end of the one before (Codex, Droid) keeps that one's marks and its own end; one
+    found from an earlier mark (Claude Code) also gets marks for its own last items, for its next turn."""
+    def item(k: int, marked: bool = False) -> bytes:
+        extra = b',"cache_control":{"type":"ephemeral"}' if marked else b""
+        return b'{"role":"user","content":[{"type":"text","text":"m%d"%s}]}' % (k, extra)
+
+    def body(*items: bytes) -> bytes:
+        return b'{"messages":[' + b",".join(items) + b'],"model":"m"}'
+
+    def kept_after(first: bytes, second: bytes) -> tuple[int, ...]:
+        cache = PrefixCache(min_size=0)
+        cache.keep("chat", first, orjson.loads(first), "messages", [None] * len(orjson.loads(first)["messages"]))
+        hit = cache.find("chat", second)
+        assert hit is not None
+        n = len(orjson.loads(second)["messages"])
+        entry = cache.keep("chat", second, orjson.loads(second), "messages", [None] * n, hit=hit)
+        assert entry is not None
+        return tuple(c for _, c in entry.marks)
+
+    assert kept_after(body(item(0), item(1)), body(item(0), item(1), item(2), item(3))) == (1, 2, 4)  # appended
+    assert kept_after(body(item(0), item(1, True)), body(item(0), item(1), item(2), item(3, True))) == (1, 2, 3, 4)
