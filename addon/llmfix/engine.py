@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from llmfix.body import codec, media
-from llmfix.body.conversation import BadBody, Conversation, loads, parse, parse_appended, serialize
+from llmfix.body.conversation import KEY, BadBody, Conversation, loads, parse, parse_appended, serialize
 from llmfix.body.haystack import Searchable, haystack
 from llmfix.body.prefix import Answers, Entry, Hit, PrefixCache, answers_for
 from llmfix.memory import observations
@@ -257,7 +257,7 @@ def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit:
             kept = cache.keep(str(dialect), data, conv.body, conv.key, conv.items, answers=answers)
         return conv, None, kept
     entry = hit.entry
-    key = _ITEM_KEY[dialect]
+    key = KEY[dialect]
     whole = hit.count == len(entry.raw)
     body = {**entry.body, key: (entry.raw if whole else entry.raw[: hit.count]) + hit.new}
     conv = parse_appended(dialect, body, entry.items if whole else entry.items[: hit.count], hit.new)
@@ -268,7 +268,6 @@ def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit:
     return conv, hit.new, kept
 
 
-_ITEM_KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}
 
 _TOOL_RESULTS = {
     Dialect.CHAT: (b'"tool"',),

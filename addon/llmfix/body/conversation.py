@@ -24,7 +24,8 @@ class BadBody(ValueError):
     """The body is not a request of its route's dialect; the reason is the message."""
 
 
-_KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}
+KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}
+"""The top-level member holding each dialect's message array."""
 _ITEMS: dict[Dialect, TypeAdapter[list[Any]]] = {
     Dialect.CHAT: TypeAdapter(Annotated[list[chat.Message], FailFast()]),
     Dialect.RESPONSES: TypeAdapter(Annotated[list[responses.Item], FailFast()]),
@@ -44,7 +45,7 @@ class Conversation:
 
     @property
     def key(self) -> str:
-        return _KEY[self.dialect]
+        return KEY[self.dialect]
 
     @property
     def model(self) -> str | None:
@@ -67,7 +68,7 @@ def check_shape(dialect: Dialect, body: Any) -> list[Any] | None:
     """The raw message array; None when ``input`` is a plain string. Raises :class:`BadBody` on a wrong shape."""
     if not isinstance(body, dict):
         raise BadBody(f"body is a JSON {type(body).__name__}, not an object")
-    key = _KEY[dialect]
+    key = KEY[dialect]
     if key not in body:
         raise BadBody(f"no '{key}' field: not a {dialect} request")
     raw = body[key]
@@ -107,7 +108,7 @@ def typed(dialect: Dialect, raw: list[Any], offset: int = 0) -> list[Any]:
         parts = [p for i, p in enumerate(parts) if i + 1 >= len(parts) or parts[i + 1] != p]
         if parts and isinstance(parts[0], int):
             parts[0] += bad.offset + offset
-        loc = _KEY[dialect] + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+        loc = KEY[dialect] + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
         raise BadBody(f"unexpected shape at {loc}: {err['msg']}") from None
 
 
