@@ -196,3 +196,19 @@ def test_entry_script_loads_the_addon() -> None:
     with taddons.context() as tctx:
         mod = tctx.script(str(ROOT / "addon" / "fix.py"))
         assert type(mod.addons[0]).__name__ == "LLMFix"
+
+
+def test_running_freezes_the_startup_heap_with_the_catalogue_read() -> None:
+    """Full collections must not walk the startup heap on every cycle (issue 15): once running, what is alive
+    (the models.dev catalogue included, read first) is frozen out of the collector's reach."""
+    import gc
+
+    from llmfix import catalogue
+
+    catalogue._catalogue.cache_clear()
+    try:
+        LLMFix().running()
+        assert gc.get_freeze_count() > 0
+        assert catalogue._catalogue.cache_info().currsize == 1  # read before the freeze
+    finally:
+        gc.unfreeze()

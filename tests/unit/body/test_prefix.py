@@ -402,3 +402,43 @@ def test_own_marks_only_for_a_client_that_edits_its_last_items() -> None:
 
     assert kept_after(body(item(0), item(1)), body(item(0), item(1), item(2), item(3))) == (1, 2, 4)  # appended
     assert kept_after(body(item(0), item(1, True)), body(item(0), item(1), item(2), item(3, True))) == (1, 2, 3, 4)
+
+
+def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path, monkeypatch: Any) -> None:
+    """Claude Code's capture, then two turns as Claude Code sends them: the cache_control breakpoint leaves
+    the message that was last for the new last one. Each later turn is found from a mark and settled from
+    the verdict before it: no repair runs on it, and the answer is the whole parse's."""
+    from llmfix.repairs import pipeline, settled
+
+    body = fixture("claude-code/single_png__turn2.json")
+    messages = [dict(m) for m in body["messages"]]
+
+    def unmarked(m: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(m["content"], list):
+            return m
+        return {**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+
+    bodies = [compact(body)]
+    for k in range(2):
+        messages = [unmarked(m) for m in messages] + [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_next{k}", "name": "Bash",
+                                               "input": {"command": "ls"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_next{k}", "content": "a.png",
+                                          "cache_control": {"type": "ephemeral"}}]}]
+        bodies.append(compact({**body, "messages": messages}))
+    whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
+    ran: list[int] = []
+    real = pipeline.run
+    monkeypatch.setattr(pipeline, "run", lambda items, ctx, repairs: ran.append(len(repairs)) or
+                        real(items, ctx, repairs))
+    starts: list[tuple[int, int]] = []  # (items checked, from where) of every settle
+    real_settle = settled.settle
+    monkeypatch.setattr(settled, "settle", lambda todo, states, items, start, ctx: starts.append(
+        (len(items), start)) or real_settle(todo, states, items, start, ctx))
+    cache = PrefixCache()
+    fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, cache, tmp_path)
+    assert fast == whole and [s for s, *_ in fast] == ["untouched"] * 3
+    assert cache.hits == 2 and ran[1:] == [0, 0]  # both later turns: every repair certain, none run
+    # each later turn continues the verdict of the turn before's prefix: it checks its last turn, not all
+    n = len(body["messages"])
+    assert min(start for size, start in starts if size > n) >= n - 1
