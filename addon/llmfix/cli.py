@@ -1,4 +1,4 @@
-"""``llmfix [MITMDUMP OPTIONS] [-- CLIENT [ARGS...]]``: the console script (issue 17).
+"""``llmfix [MITMDUMP OPTIONS] [-- CLIENT [ARGS...]]``: the console script: llmfix and a client in one command.
 
 With ``-- CLIENT``: starts llmfix (mitmdump with llmfix's addons and the options given before ``--``) on a
 free loopback port in a session of its own (so the terminal's Ctrl-C reaches only the client), its output

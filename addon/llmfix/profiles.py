@@ -168,7 +168,7 @@ class ProfileTable:
     def resolve(self, host: str, port: int | None, model: str | None, dialect: Dialect | None = None,
                 learned: Learned = ()) -> Resolved:
         """The profile of the upstream ``host[:port]`` speaking ``dialect`` (None: the host's default) for
-        ``model``. ``learned``: flags learned from this upstream's rejections (issue 14), applied over the
+        ``model``. ``learned``: flags learned from this upstream's rejections (repair-and-retry), applied over the
         built-in profile and under the profiles file, so a file setting for the host (a flag, or a ``base``
         that pins the whole profile) always wins."""
         key = (host, port, model, dialect, learned)

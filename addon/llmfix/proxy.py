@@ -58,10 +58,10 @@ class LLMFix:
         schemas — hundreds of thousands of objects, there for the life of the process) out of the garbage
         collector's reach (``gc.freeze``). llmfix keeps parsed histories in memory (``body/prefix.py``), so
         its process grows long-lived objects faster than bare mitmproxy's and runs full collections more
-        often; each one walked every object of the process: 80 ms, ~1.3 ms per request on a 1 MB session
-        (issue 15). Frozen objects are still freed when their last reference goes; only a reference cycle
-        among them would stay, and import-time objects form none that die. The models.dev catalogue is read
-        first (its ~30,000 objects live as long; read now, the first request does not wait for it)."""
+        often; each one walked every object of the process: 80 ms, ~1.3 ms per request on a 1 MB session.
+        Frozen objects are still freed when their last reference goes; only a reference cycle among them
+        would stay, and import-time objects form none that die. The models.dev catalogue is read first (its
+        ~30,000 objects live as long; read now, the first request does not wait for it)."""
         catalogue.warm()
         gc.collect()
         gc.freeze()

@@ -3,7 +3,7 @@
 Why: an agent session (Codex, Claude Code, Droid, opencode) resends its whole history on every turn, and
 request N+1 is request N with a few items appended to its message array (``input`` / ``messages``). Parsing
 and type-validating megabytes of history that llmfix validated a moment ago was most of its cost on the
-requests that need no repair (issue 15: ~10 ms of CPU per MB of history, on every turn).
+requests that need no repair (~10 ms of CPU per MB of history, on every turn, when measured).
 
 What is certain, and how it is checked. For a body P that parsed into a valid conversation, :func:`split`
 finds ``e``, the offset of the ``]`` that closes P's message array, and keeps ``head = P[:e]`` (without

@@ -2,8 +2,8 @@
 
 The window (:mod:`llmfix.memory.media_window`) records, after llmfix's repairs, every tool result that
 carries media and every one overriding an observation it holds (``MediaWindow.worth_keeping`` over
-``toolresults.results``). Walking a whole history for that on every turn cost a pass over thousands of
-items (issue 15). Instead a record (:class:`Observed`) of where a conversation's tool results are is
+``toolresults.results``). Walking a whole history for that cost a pass over thousands of items on every
+turn of a long session. Instead a record (:class:`Observed`) of where a conversation's tool results are is
 extended turn by turn (:func:`extend`, kept in the prefix cache's :class:`llmfix.repairs.settled.Verdict`),
 and the results to record are read from it (:func:`seen`):
 

@@ -1,6 +1,6 @@
 """Settling a request without running its repairs: certain checks that carry over from one turn to the next.
 
-Why (issue 15): an agent session resends its whole history on every turn, and nearly every turn needs no
+Why: an agent session resends its whole history on every turn, and nearly every turn needs no
 repair. Running each candidate repair over thousands of items to learn that it changes nothing cost
 llmfix 5-18 ms of CPU per MB of history on every turn, growing with the session.
 

@@ -1,4 +1,4 @@
-"""``llmfix.capture``: turn flows into redacted regression fixtures in one step (issue 7; promises 6 and 7).
+"""``llmfix.capture``: turn flows into redacted regression fixtures in one step (no secrets in them; visible).
 
 In mitmweb's command bar or mitmproxy's console (``:``)::
 

@@ -1,7 +1,8 @@
 """mitmweb / mitmproxy content views: what llmfix did to a request, and any LLM conversation, readable.
 
-Promise 7 ("Visible") and issue 7. mitmweb does not show ``flow.metadata``; these views are how it
-surfaces there (and in mitmproxy's console, and in ``mitmdump --flow-detail 3``):
+Promise 7 ("Visible"): every change is shown where the user looks. mitmweb does not show
+``flow.metadata``; these views are how it surfaces there (and in mitmproxy's console, and in
+``mitmdump --flow-detail 3``):
 
 - ``llmfix diff``: the repairs, each change in one line, and a unified diff of the conversation
   (roles, tool calls and call ids, text, media as ``<image/png 12 KB sha256:…>``). Chosen automatically
@@ -49,7 +50,7 @@ def diff_text(info: dict) -> str:
 
 
 def _retry_lines(retry: object) -> list[str]:
-    """The first attempt of a request llmfix resent (issue 14): its rejection, what was learned, the outcome."""
+    """The first attempt of a request llmfix resent (repair-and-retry): its rejection, what was learned, the outcome."""
     if not isinstance(retry, dict):
         return []
     learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in retry.get("learned", [])) or "nothing"

@@ -1,4 +1,4 @@
-"""Repair-and-retry (issue 14): recognise an upstream's rejection, learn the profile flag that avoids it, resend once.
+"""Repair-and-retry: recognise an upstream's rejection, learn the profile flag that avoids it, resend once.
 
 - :mod:`llmfix.retry.rejections` — the table: (dialect, status, error text) → the flags that avoid it.
 - :mod:`llmfix.retry.learned` — learned quirks in memory, over a :class:`~llmfix.memory.store.QuirkStore`.

@@ -1,4 +1,4 @@
-"""The mitmproxy side of repair-and-retry (issue 14): a known rejection → learn the flag → resend once.
+"""The mitmproxy side of repair-and-retry: a known rejection → learn the flag → resend once.
 
 When an LLM request's answer is 400/422 with a text :mod:`llmfix.retry.rejections` knows, the response
 hook repairs the client's original request with the flags that avoid it and, only if that changes the

@@ -1,4 +1,4 @@
-"""Which upstream rejections llmfix knows, and which profile flag avoids each (issue 14, DESIGN B11).
+"""Which upstream rejections llmfix knows, and which profile flag avoids each (DESIGN B11).
 
 An upstream llmfix has no profile for answers a shape it does not take with a 400/422 whose text says
 what it did not like. Each :class:`Rule` below is one such text, seen in the wild, for one dialect and
@@ -23,7 +23,7 @@ Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` =
   ``Input should be 'user' or 'assistant'`` with ``"input":"system"``, MiniMax 400 ``invalid params, chat
   content has invalid message role: system (2013)``, an unnamed gateway ``messages[1].role must be either
   'user' or 'assistant', but got 'system'``). Their flag, ``anthropic_system_messages``, comes with the
-  fold repair (issue 12); the rows are inert until :data:`llmfix.profiles.FLAGS` has it.
+  fold repair (fold-system-messages); a row whose flag :data:`llmfix.profiles.FLAGS` lacks stays inert.
 - Anthropic-compatible serde vendors rejecting an image block inside a ``tool_result``: **inferred**, not
   captured: DeepSeek's ``/anthropic`` deserializer names content positions as in its other texts
   (``messages[N].content[K].content[J]: unknown variant `image`, expected `text```); only that nested
@@ -77,7 +77,7 @@ NO_TOOL_MEDIA = ("chat_tool_media", False)
 NO_TOOL_TEXT_ARRAY = ("chat_tool_text_array", False)
 NO_MEDIA = ("media_input", False)
 NO_TOOL_RESULT_MEDIA = ("anthropic_tool_result_media", False)
-NO_SYSTEM_MESSAGES = ("anthropic_system_messages", False)  # issue 12's flag
+NO_SYSTEM_MESSAGES = ("anthropic_system_messages", False)  # fold-system-messages' flag
 
 RULES: tuple[Rule, ...] = (
     # -- Responses ----------------------------------------------------------------------------------------
