@@ -15,6 +15,7 @@ from llmfix.memory.redis_link import RedisLink, check_url, is_url
 from llmfix.memory.redis_media import RedisMediaStore
 from llmfix.memory.redis_store import RedisCallStore, RedisQuirkStore
 from llmfix.memory.sqlite import SqliteStore
+from llmfix.memory.sqlite_db import SqliteDb
 from llmfix.memory.sqlite_quirks import SqliteQuirkStore
 from llmfix.memory.store import CallStore, MediaStore, MemoryStoreError, QuirkStore
 
@@ -46,10 +47,14 @@ def open_memory(location: str, *, max_age_s: int, max_entries: int, timeout_s: f
         link = RedisLink(location, timeout_s=timeout_s)
         return Backend(RedisCallStore(link, max_age_s=max_age_s), RedisMediaStore(link),
                        RedisQuirkStore(link, max_age_s=max_age_s), shared=True)
-    calls = SqliteStore(location, max_age_s=max_age_s, max_entries=max_entries)
-    try:  # the learned quirks live in the same file, a table of their own
-        quirks = SqliteQuirkStore(location, max_age_s=max_age_s)
-    except MemoryStoreError:
-        calls.close()
-        raise
+    db = SqliteDb(location).acquire()  # one connection to the file, for every store in it
+    try:
+        calls = SqliteStore(db, max_age_s=max_age_s, max_entries=max_entries)
+        try:  # the learned quirks live in the same file, a table of their own
+            quirks = SqliteQuirkStore(db, max_age_s=max_age_s)
+        except MemoryStoreError:
+            calls.close()
+            raise
+    finally:
+        db.release()  # the stores hold it now; the last one to close closes it
     return Backend(calls, None, quirks, shared=False)

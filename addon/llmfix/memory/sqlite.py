@@ -16,29 +16,26 @@ after ``PRUNE_EVERY_INSERTS`` rows written or ``PRUNE_INTERVAL_S`` seconds, so t
 more than ``max_entries + PRUNE_EVERY_INSERTS`` rows. A single call whose arguments exceed
 ``MAX_ARGUMENTS_CHARS`` is not stored (restoring a megabyte-sized declaration is not worth the space).
 
-Invariants: callers run on the mitmproxy event loop and in worker threads at the same time; one
-connection guarded by one lock serves them all. Runtime database errors never reach callers
-(``remember`` returns 0, ``lookup`` returns ``{}``, each with a warning naming the reason); only the
-constructor raises, :class:`MemoryStoreError`, for a path that cannot hold a store.
+Invariants: callers run on the mitmproxy event loop and in worker threads at the same time; the memory
+file's one connection and lock (:class:`llmfix.memory.sqlite_db.SqliteDb`, shared with the other stores in
+the file) serve them all. Runtime database errors never reach callers (``remember`` returns 0, ``lookup``
+returns ``{}``, each with a warning naming the reason); only the constructor raises,
+:class:`MemoryStoreError`, for a path that cannot hold a store.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterable
-from contextlib import suppress
 from itertools import batched
-from pathlib import Path
+from typing import Any
 
+from llmfix.memory.sqlite_db import SCHEMA_VERSION, SqliteDb, shared
 from llmfix.memory.store import MemoryStoreError, ToolCall
 
-logger = logging.getLogger(__name__)
+__all__ = ["MAX_ARGUMENTS_CHARS", "SCHEMA_VERSION", "SqliteStore"]
 
-SCHEMA_VERSION = 1
 MAX_ARGUMENTS_CHARS = 1 << 20
 PRUNE_EVERY_INSERTS = 1000
 PRUNE_INTERVAL_S = 60.0
@@ -64,16 +61,15 @@ ON CONFLICT (call_id) DO UPDATE SET
 """
 
 
-class _NotADatabase(Exception):
-    """The file at the path exists but is not a usable SQLite store of ours."""
-
-
 class SqliteStore:
-    """Tool calls by call id, with expiry and a size bound. Thread-safe; see the module docstring."""
+    """Tool calls by call id, with expiry and a size bound. Thread-safe; see the module docstring.
+
+    ``path``: the memory file (``":memory:"`` for a private one), or the :class:`SqliteDb` another store of
+    the same file already opened."""
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | SqliteDb,
         *,
         max_age_s: int = 7 * 24 * 3600,
         max_entries: int = 100_000,
@@ -86,9 +82,13 @@ class SqliteStore:
         self.max_age_s = max_age_s
         self.max_entries = max_entries
         self._clock = clock
-        self._lock = threading.Lock()
-        self.path = os.fspath(path)
-        self._conn = self._open()
+        self.db = shared(path)
+        self.path = self.db.path
+        try:
+            self.db.ensure(_SCHEMA)
+        except MemoryStoreError:
+            self.db.release()
+            raise
         self._written_since_prune = 0
         self._last_prune = clock()
         self.prune()
@@ -105,19 +105,15 @@ class SqliteStore:
         ]
         if not rows:
             return 0
-        with self._lock:
-            try:
-                written = self._transaction(lambda cur: cur.executemany(_UPSERT, rows).rowcount)
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: cannot remember %d call(s): %s", self.path, len(rows), e)
-                return 0
+
+        def body(cur: Any) -> int:
+            written = cur.executemany(_UPSERT, rows).rowcount
             self._written_since_prune += written
             if self._written_since_prune >= PRUNE_EVERY_INSERTS or now - self._last_prune >= PRUNE_INTERVAL_S:
-                try:
-                    self._prune_locked(now)
-                except sqlite3.Error as e:
-                    logger.warning("llmfix memory %s: prune failed: %s", self.path, e)
+                self._prune(cur, now)  # in the same transaction: a write and its bound commit together
             return written
+
+        return self.db.write(f"remember {len(rows)} call(s)", body, 0)
 
     def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
         """The known, unexpired calls among ``call_ids``; unknown ids are simply absent."""
@@ -125,45 +121,32 @@ class SqliteStore:
         if not ids:
             return {}
         cutoff = self._clock() - self.max_age_s
-        found: dict[str, ToolCall] = {}
-        with self._lock:
-            try:
-                for chunk in batched(ids, _LOOKUP_CHUNK):
-                    sql = (
-                        "SELECT call_id, name, arguments, dialect, kind FROM tool_calls "
-                        f"WHERE call_id IN ({','.join('?' * len(chunk))}) AND seen_at >= ?"
-                    )
-                    for row in self._conn.execute(sql, (*chunk, cutoff)):
-                        found[row[0]] = ToolCall(*row)
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: lookup failed: %s", self.path, e)
-                return {}
-        return found
+
+        def body(conn: Any) -> dict[str, ToolCall]:
+            found: dict[str, ToolCall] = {}
+            for chunk in batched(ids, _LOOKUP_CHUNK):
+                sql = (
+                    "SELECT call_id, name, arguments, dialect, kind FROM tool_calls "
+                    f"WHERE call_id IN ({','.join('?' * len(chunk))}) AND seen_at >= ?"
+                )
+                for row in conn.execute(sql, (*chunk, cutoff)):
+                    found[row[0]] = ToolCall(*row)
+            return found
+
+        return self.db.read("look up calls", body, {})
 
     def prune(self) -> int:
         """Delete expired rows, then the oldest beyond ``max_entries``; returns rows deleted."""
-        with self._lock:
-            try:
-                return self._prune_locked(self._clock())
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: prune failed: %s", self.path, e)
-                return 0
+        now = self._clock()
+        return self.db.write("prune", lambda cur: self._prune(cur, now), 0)
 
     def count(self) -> int:
         """Rows currently stored, expired or not (for tests and diagnostics)."""
-        with self._lock:
-            try:
-                return int(self._conn.execute("SELECT count(*) FROM tool_calls").fetchone()[0])
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: count failed: %s", self.path, e)
-                return 0
+        return self.db.read("count calls", lambda conn: int(conn.execute("SELECT count(*) FROM tool_calls")
+                                                           .fetchone()[0]), 0)
 
     def close(self) -> None:
-        with self._lock:
-            try:
-                self._conn.close()
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: close failed: %s", self.path, e)
+        self.db.release()
 
     def __enter__(self) -> SqliteStore:
         return self
@@ -173,108 +156,15 @@ class SqliteStore:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _transaction[T](self, body: Callable[[sqlite3.Cursor], T]) -> T:
-        cur = self._conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            result = body(cur)
-            cur.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                self._conn.rollback()
-            raise
-        return result
-
-    def _prune_locked(self, now: float) -> int:
-        def body(cur: sqlite3.Cursor) -> int:
-            deleted = cur.execute("DELETE FROM tool_calls WHERE seen_at < ?", (now - self.max_age_s,)).rowcount
-            excess = cur.execute("SELECT count(*) FROM tool_calls").fetchone()[0] - self.max_entries
-            if excess > 0:
-                deleted += cur.execute(
-                    "DELETE FROM tool_calls WHERE rowid IN "
-                    "(SELECT rowid FROM tool_calls ORDER BY seen_at, rowid LIMIT ?)",
-                    (excess,),
-                ).rowcount
-            return deleted
-
-        deleted = self._transaction(body)
+    def _prune(self, cur: Any, now: float) -> int:
+        deleted = cur.execute("DELETE FROM tool_calls WHERE seen_at < ?", (now - self.max_age_s,)).rowcount
+        excess = cur.execute("SELECT count(*) FROM tool_calls").fetchone()[0] - self.max_entries
+        if excess > 0:
+            deleted += cur.execute(
+                "DELETE FROM tool_calls WHERE rowid IN "
+                "(SELECT rowid FROM tool_calls ORDER BY seen_at, rowid LIMIT ?)",
+                (excess,),
+            ).rowcount
         self._written_since_prune = 0
         self._last_prune = now
         return deleted
-
-    def _open(self) -> sqlite3.Connection:
-        if self.path == ":memory:":
-            conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            _init_schema(conn)
-            return conn
-        path = Path(self.path)
-        if path.is_dir():
-            raise MemoryStoreError(
-                f"memory store path {path} is a directory; give a file path such as {path / 'llmfix.sqlite3'}"
-            )
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise MemoryStoreError(f"cannot create directory {path.parent} for the memory store: {e}") from e
-        try:
-            return _connect_file(path)
-        except _NotADatabase as e:
-            aside = _move_aside(path)
-            logger.warning(
-                "llmfix memory: %s is not a usable SQLite store (%s); moved it to %s and started a fresh one",
-                path,
-                e,
-                aside,
-            )
-        try:
-            return _connect_file(path)
-        except _NotADatabase as e:
-            raise MemoryStoreError(f"cannot create a fresh memory store at {path}: {e}") from e
-
-
-def _connect_file(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the store at ``path``; _NotADatabase if the file is not a sound store."""
-    try:
-        conn = sqlite3.connect(path, timeout=5.0, check_same_thread=False, isolation_level=None)
-    except sqlite3.Error as e:
-        raise MemoryStoreError(f"cannot open memory store {path}: {e}") from e
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        check = conn.execute("PRAGMA quick_check").fetchone()[0]
-        if check != "ok":
-            raise _NotADatabase(f"quick_check: {check}")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
-            raise _NotADatabase(f"unknown schema version {version}")
-        _init_schema(conn)
-        return conn
-    except sqlite3.OperationalError as e:  # busy, read-only, I/O error: the file may be fine, the path is not
-        conn.close()
-        raise MemoryStoreError(f"cannot use memory store {path}: {e}") from e
-    except (sqlite3.DatabaseError, _NotADatabase) as e:  # not a database, malformed image
-        conn.close()
-        raise _NotADatabase(str(e)) from e
-
-
-def _init_schema(conn: sqlite3.Connection) -> None:
-    conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version={SCHEMA_VERSION};COMMIT;")
-
-
-def _move_aside(path: Path) -> Path:
-    """Rename ``path`` (and its -wal/-shm/-journal companions) to ``<path>.corrupt-<timestamp>``."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
-    n = 1
-    while aside.exists():
-        aside = path.with_name(f"{path.name}.corrupt-{stamp}.{n}")
-        n += 1
-    try:
-        path.rename(aside)
-        for suffix in ("-wal", "-shm", "-journal"):
-            companion = Path(f"{path}{suffix}")
-            if companion.exists():
-                companion.rename(f"{aside}{suffix}")
-    except OSError as e:
-        raise MemoryStoreError(f"memory store {path} is unusable and cannot be moved aside: {e}") from e
-    return aside

@@ -2,7 +2,8 @@
 
 One row per (host, port, dialect, flag) with the value learned, the rejection that taught it (status and
 a redacted excerpt, never a header or a key) and when. It lives in the same file as the tool calls
-(:mod:`llmfix.memory.sqlite`), in its own table created with ``CREATE TABLE IF NOT EXISTS``: a file
+(:mod:`llmfix.memory.sqlite`), on the same connection (:class:`llmfix.memory.sqlite_db.SqliteDb`), in its own
+table created with ``CREATE TABLE IF NOT EXISTS``: a file
 written by an llmfix without quirks gains the table on first open and keeps its tool calls, and the
 file's ``user_version`` stays the tool-call store's (an older llmfix reading the file ignores the table).
 
@@ -13,17 +14,13 @@ warning, then 0 / ``[]``); only construction raises :class:`MemoryStoreError`.
 
 from __future__ import annotations
 
-import logging
 import os
-import sqlite3
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
+from llmfix.memory.sqlite_db import SqliteDb, shared
 from llmfix.memory.store import MemoryStoreError, Quirk
-
-logger = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS quirks (
@@ -45,70 +42,54 @@ ON CONFLICT (host, port, dialect, flag) DO UPDATE SET
 
 
 class SqliteQuirkStore:
-    """Learned quirks in SQLite; thread-safe (one connection, one lock)."""
+    """Learned quirks in SQLite; thread-safe. ``path``: the memory file, or the :class:`SqliteDb` of the call
+    store that already opened it (one connection per file)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_age_s: float = 7 * 24 * 3600,
+    def __init__(self, path: str | os.PathLike[str] | SqliteDb, *, max_age_s: float = 7 * 24 * 3600,
                  clock: Callable[[], float] = time.time) -> None:
         if max_age_s <= 0:
             raise MemoryStoreError(f"max_age_s must be positive, got {max_age_s}")
-        self.path = os.fspath(path)
         self.max_age_s = max_age_s
         self._clock = clock
-        self._lock = threading.Lock()
+        self.db = shared(path)
+        self.path = self.db.path
         try:
-            if self.path != ":memory:" and Path(self.path).is_dir():
-                raise MemoryStoreError(f"memory store path {self.path} is a directory")
-            self._conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False, isolation_level=None)
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
-        except sqlite3.Error as e:
-            raise MemoryStoreError(f"cannot keep learned quirks in {self.path}: {e}") from e
+            self.db.ensure(_SCHEMA)
+        except MemoryStoreError:
+            self.db.release()
+            raise
         self._expire()
 
     def learn(self, quirk: Quirk) -> None:
         row = (quirk.host.lower(), quirk.port, quirk.dialect, quirk.flag, int(quirk.value), quirk.reason,
                quirk.learned_at)
-        with self._lock:
-            try:
-                self._conn.execute(_UPSERT, row)
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: cannot store a learned quirk: %s", self.path, e)
-        self._expire()
+        cutoff = self._clock() - self.max_age_s
+
+        def body(cur: Any) -> None:
+            cur.execute(_UPSERT, row)
+            cur.execute("DELETE FROM quirks WHERE learned_at < ?", (cutoff,))
+
+        self.db.write("store a learned quirk", body, None)
 
     def quirks(self) -> list[Quirk]:
         cutoff = self._clock() - self.max_age_s
-        with self._lock:
-            try:
-                rows = self._conn.execute(
-                    "SELECT host, port, dialect, flag, value, reason, learned_at FROM quirks "
-                    "WHERE learned_at >= ? ORDER BY learned_at, rowid", (cutoff,)).fetchall()
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: cannot read learned quirks: %s", self.path, e)
-                return []
+        rows = self.db.read("read learned quirks", lambda conn: conn.execute(
+            "SELECT host, port, dialect, flag, value, reason, learned_at FROM quirks "
+            "WHERE learned_at >= ? ORDER BY learned_at, rowid", (cutoff,)).fetchall(), [])
         return [Quirk(h, int(p), d, f, bool(v), r, float(t)) for h, p, d, f, v, r, t in rows]
 
     def forget(self, host: str | None = None) -> int:
-        with self._lock:
-            try:
-                if host is None:
-                    return self._conn.execute("DELETE FROM quirks").rowcount
-                return self._conn.execute("DELETE FROM quirks WHERE host = ?", (host.lower(),)).rowcount
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: cannot forget learned quirks: %s", self.path, e)
-                return 0
+        def body(cur: Any) -> int:
+            if host is None:
+                return cur.execute("DELETE FROM quirks").rowcount
+            return cur.execute("DELETE FROM quirks WHERE host = ?", (host.lower(),)).rowcount
+
+        return self.db.write("forget learned quirks", body, 0)
 
     def close(self) -> None:
-        with self._lock:
-            try:
-                self._conn.close()
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: close failed: %s", self.path, e)
+        self.db.release()
 
     def _expire(self) -> None:
-        with self._lock:
-            try:
-                self._conn.execute("DELETE FROM quirks WHERE learned_at < ?", (self._clock() - self.max_age_s,))
-            except sqlite3.Error as e:
-                logger.warning("llmfix memory %s: cannot expire learned quirks: %s", self.path, e)
+        cutoff = self._clock() - self.max_age_s
+        self.db.write("expire learned quirks",
+                      lambda cur: cur.execute("DELETE FROM quirks WHERE learned_at < ?", (cutoff,)), None)

@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import logging
-import os
-import select
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +13,7 @@ import pytest
 
 from llmfix.memory.sqlite import MAX_ARGUMENTS_CHARS, PRUNE_EVERY_INSERTS, SqliteStore
 from llmfix.memory.store import MemoryStoreError, ToolCall
-
-ADDON_DIR = Path(__file__).resolve().parents[3] / "addon"
+from tests.unit.memory.killed_writer import kill_mid_write
 
 
 def call(call_id: str, arguments: str = '{"file_path": "/home/dev/project/a.png"}', **kw: str) -> ToolCall:
@@ -134,7 +127,7 @@ def test_file_store_survives_a_restart(tmp_path: Path) -> None:
     assert path.exists()
     with SqliteStore(path) as m:
         assert m.lookup(["call_a", "call_b"]) == {"call_a": call("call_a"), "call_b": call("call_b", name="Grep")}
-        mode = m._conn.execute("PRAGMA journal_mode").fetchone()[0]
+        mode = m.db.read("check", lambda conn: conn.execute("PRAGMA journal_mode").fetchone()[0], None)
     assert mode == "wal"
 
 
@@ -243,25 +236,7 @@ while True:
 
 def test_survives_kill_9_mid_write(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "mem.sqlite3"
-    env = {**os.environ, "PYTHONPATH": str(ADDON_DIR)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    acknowledged = -1
-    try:
-        deadline = time.monotonic() + 60
-        while acknowledged < 30 and time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-            if ready:
-                line = proc.stdout.readline()
-                if not line:
-                    break
-                acknowledged = int(line)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=30)
-    assert acknowledged >= 30, f"writer made no progress: {stderr.decode(errors='replace')}"
-    assert proc.returncode == -signal.SIGKILL
+    acknowledged = kill_mid_write(WRITER, path)
 
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
