@@ -43,6 +43,14 @@ def flow_name(flow: http.HTTPFlow) -> str:
     return f"{flow.id[:8]} {r.method} {r.pretty_host}{r.path.split('?', 1)[0]}"
 
 
+def upstream_name(flow: http.HTTPFlow, dialect: str) -> str:
+    """``host:port/dialect`` of the upstream ``flow`` was routed to (before any later addon re-pointed it): how
+    :class:`llmfix.memory.store.Reasoning` records name who issued them."""
+    routed = flow.metadata.get(UPSTREAM)
+    host, port = (routed[1], routed[2]) if routed else (flow.request.host, flow.request.port)
+    return f"{str(host).lower()}:{port}/{dialect}"
+
+
 class LLMFix:
     def __init__(self) -> None:
         self.settings = Settings()
@@ -164,8 +172,7 @@ class LLMFix:
             return  # llmfix's resend is read whole: its answer replaces a rejection in the response hook
         if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
             return
-        learner = learn.StreamLearner(dialect, self._remember, content_encoding=resp.headers.get("content-encoding"),
-                                      label=flow_name(flow))
+        learner = self.learner(flow, dialect, resp.headers.get("content-encoding"))
 
         def stream(data: bytes) -> bytes:
             try:
@@ -198,6 +205,12 @@ class LLMFix:
             return
         if body and any(n in body for n in needles):
             self._remember(learn.learn_json_response(dialect, body))
+
+    def learner(self, flow: http.HTTPFlow, dialect: str, content_encoding: str | None = None) -> learn.StreamLearner:
+        """A learner for the answer of ``flow`` (an SSE body, or the server's messages on a WebSocket): every
+        transport learns through one of these, so all of them learn the same things into the same memory."""
+        return learn.StreamLearner(dialect, self._remember, content_encoding=content_encoding, label=flow_name(flow),
+                                   upstream=upstream_name(flow, dialect))
 
     def _remember(self, calls: list[ToolCall]) -> None:
         if self.recall is not None and calls:

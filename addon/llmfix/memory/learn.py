@@ -1,11 +1,13 @@
-"""Learning tool calls from responses, without touching them.
+"""Learning tool calls (and reasoning) from responses, without touching them.
 
 A model's tool calls are declared in the response that issues them; a broken client may later drop
-the declaration from its history (B2). This module reads those calls so memory can restore them:
+the declaration from its history (B2). This module reads those calls so memory can restore them, and
+the :class:`~llmfix.memory.store.Reasoning` records the reasoning repairs need:
 
 - :class:`StreamLearner` watches an SSE response chunk by chunk as mitmproxy's stream callable sees it
   (transfer-decoded, still content-encoded, chunk boundaries unrelated to event boundaries) and reports
-  each call once it is complete;
+  each call once it is complete; :meth:`StreamLearner.feed_event` takes one event already framed (a
+  WebSocket message of the Responses API carries one stream event, the JSON of an SSE ``data:`` line);
 - :func:`learn_json_response` reads a non-streamed JSON response;
 - :func:`calls_in_request` reads the calls a request's own history declares.
 
@@ -31,13 +33,14 @@ import orjson
 from llmfix.body import codec
 from llmfix.memory import learn_anthropic, learn_chat, learn_responses
 from llmfix.memory.learn_base import Assembler
-from llmfix.memory.store import ToolCall
+from llmfix.memory.store import Reasoning, ToolCall
 
 logger = logging.getLogger(__name__)
 
 DIALECTS = ("chat", "responses", "messages")
 
 OnCalls = Callable[[list[ToolCall]], None]
+OnReasoning = Callable[[list[Reasoning]], None]
 
 
 def _check_dialect(dialect: str) -> None:
@@ -80,7 +83,8 @@ class StreamLearner:
     """Feed it the raw chunks of a streamed (SSE) response exactly as mitmproxy's stream callable receives them.
 
     ``on_calls`` receives the calls completed by each chunk (each call id once per stream), and at end
-    of stream (``feed(b"")``) whatever is still pending with an id and a name.
+    of stream (``feed(b"")``) whatever is still pending with an id and a name. ``on_reasoning`` receives
+    the :class:`Reasoning` records an assembler reports, each stamped with ``upstream`` when it has none.
     """
 
     def __init__(
@@ -88,6 +92,8 @@ class StreamLearner:
         dialect: str,
         on_calls: OnCalls,
         *,
+        on_reasoning: OnReasoning | None = None,
+        upstream: str = "",
         content_encoding: str | None = None,
         max_buffer: int = 8 * 1024 * 1024,
         label: str = "",
@@ -95,6 +101,8 @@ class StreamLearner:
         _check_dialect(dialect)
         self.dialect = dialect
         self._on_calls = on_calls
+        self._on_reasoning = on_reasoning
+        self.upstream = upstream
         self._max_buffer = max_buffer
         self._label = label or f"{dialect} stream"
         self._assembler: Assembler = _DIALECT[dialect].Assembler()
@@ -116,7 +124,7 @@ class StreamLearner:
         """Observe one chunk; ``b""`` means end of stream. Never raises."""
         if self.stopped or self._ended:
             return
-        out: list[ToolCall] = []
+        out: list[ToolCall | Reasoning] = []
         try:
             if not self._decoders:
                 if chunk:
@@ -129,10 +137,36 @@ class StreamLearner:
                 self._end(out)
         except Exception as e:
             self._stop(f"{type(e).__name__}: {e}")
+        self._report_safely(out)
+
+    def feed_event(self, event: bytes | str) -> None:
+        """Observe one whole stream event, the JSON text of one SSE ``data:`` field (a WebSocket message of
+        the Responses API is exactly that); a ``[DONE]`` or a terminal event ends what is pending. Never raises.
+        Not content-encoded (a WebSocket message is already whole and decompressed)."""
+        if self.stopped or self._ended:
+            return
+        out: list[ToolCall | Reasoning] = []
         try:
-            self._report(out)  # calls completed before any error are sound
+            data = event.encode() if isinstance(event, str) else bytes(event)
+            if len(data) > self._max_buffer:
+                self._oversized()
+            else:
+                self._event(data, b"", out)
         except Exception as e:
-            self._stop(f"on_calls callback failed: {type(e).__name__}: {e}")
+            self._stop(f"{type(e).__name__}: {e}")
+        self._report_safely(out)
+
+    def end(self) -> None:
+        """The stream (or socket) ended: report whatever is pending. Never raises."""
+        if self.stopped or self._ended:
+            return
+        self._ended = True
+        out: list[ToolCall | Reasoning] = []
+        try:
+            self._assembler.finish(out)
+        except Exception as e:
+            self._stop(f"{type(e).__name__}: {e}")
+        self._report_safely(out)
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -142,16 +176,28 @@ class StreamLearner:
             self._buf = bytearray()
             logger.warning("llmfix learn: stopped learning tool calls from %s: %s", self._label, reason)
 
-    def _report(self, out: list[ToolCall]) -> None:
+    def _report_safely(self, out: list[ToolCall | Reasoning]) -> None:
+        try:
+            self._report(out)  # what was completed before any error is sound
+        except Exception as e:
+            self._stop(f"a learner's callback failed: {type(e).__name__}: {e}")
+
+    def _report(self, out: list[ToolCall | Reasoning]) -> None:
         fresh: list[ToolCall] = []
-        for call in out:
-            if call.call_id not in self._emitted:
-                self._emitted.add(call.call_id)
-                fresh.append(call)
+        thoughts: list[Reasoning] = []
+        for got in out:
+            if isinstance(got, Reasoning):
+                thoughts.append(got if got.upstream or not self.upstream else
+                                Reasoning(got.kind, got.key, got.value, self.upstream))
+            elif got.call_id not in self._emitted:
+                self._emitted.add(got.call_id)
+                fresh.append(got)
         if fresh:
             self._on_calls(fresh)
+        if thoughts and self._on_reasoning is not None:
+            self._on_reasoning(thoughts)
 
-    def _take(self, data: bytes, out: list[ToolCall]) -> None:
+    def _take(self, data: bytes, out: list[ToolCall | Reasoning]) -> None:
         """Append decoded bytes, with CRLF / CR line ends normalised to LF, and dispatch whole events."""
         if not self._bom_checked:
             if len(data) < 3 and b"\xef\xbb\xbf".startswith(bytes(self._buf) + data):
@@ -207,7 +253,7 @@ class StreamLearner:
             )
         self._assembler.forget_partial()
 
-    def _dispatch(self, event: bytes, out: list[ToolCall]) -> None:
+    def _dispatch(self, event: bytes, out: list[ToolCall | Reasoning]) -> None:
         name = b""
         if event.startswith(b"data: ") and b"\n" not in event:  # the common case: one data line
             data = event[6:]
@@ -224,6 +270,10 @@ class StreamLearner:
             if not data_lines:
                 return
             data = b"\n".join(data_lines)
+        self._event(data, name, out)
+
+    def _event(self, data: bytes, name: bytes, out: list[ToolCall | Reasoning]) -> None:
+        """One event's data (``name``: its SSE ``event:`` field, or empty) to the assembler."""
         if len(data) < 16 and data.strip() == b"[DONE]":
             self._assembler.finish(out)
             return
@@ -237,7 +287,7 @@ class StreamLearner:
             parsed["type"] = name.decode("utf-8", "replace")
         self._assembler.on_event(parsed, out)
 
-    def _end(self, out: list[ToolCall]) -> None:
+    def _end(self, out: list[ToolCall | Reasoning]) -> None:
         if self._cr:
             self._cr = False
         if not self._bom_checked:

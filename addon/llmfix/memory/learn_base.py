@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from llmfix.memory.store import ToolCall
+from llmfix.memory.store import Reasoning, ToolCall
+
+Out = list[ToolCall | Reasoning]
+"""What an assembler reports into: the calls it completed, and any reasoning records it has."""
 
 
 def json_text(value: Any) -> str:
@@ -22,9 +25,9 @@ class Assembler(Protocol):
         """Cheap pre-check on the raw event bytes: may this event matter?"""
         ...
 
-    def on_event(self, data: Any, out: list[ToolCall]) -> None: ...
+    def on_event(self, data: Any, out: Out) -> None: ...
 
-    def finish(self, out: list[ToolCall]) -> None:
+    def finish(self, out: Out) -> None:
         """End of stream (or [DONE]): report whatever is pending and complete enough."""
         ...
 

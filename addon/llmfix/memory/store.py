@@ -12,6 +12,14 @@ SQLite file today, a shared store later) plugs in without touching them:
 
 - :class:`QuirkStore` — upstream quirks learned from rejections (host, port, dialect → a profile flag's
   value, with the rejection that taught it and when), so the next request is repaired up front.
+- :class:`ReasoningStore` — what the answers said about the model's reasoning (:class:`Reasoning` records:
+  the reasoning text of a turn, which upstream signed a thinking block, which reasoning item preceded an
+  output item), so a later request that lost, moved or carried it over can be judged and repaired.
+
+Learning: a learner (``memory/learn.py``) reads an upstream's answer, whatever carried it (SSE, a JSON body,
+a WebSocket message: each event is the same JSON object), and reports :class:`ToolCall` and
+:class:`Reasoning` records; the proxy writes them to these stores. Both transports build their learners in
+one place (``LLMFix.learner``), so what one learns the other does too.
 
 Contract for every backend: runtime failures never reach the caller (``remember`` returns 0,
 ``lookup`` returns ``{}``, with a warning); only construction raises, :class:`MemoryStoreError`.
@@ -92,6 +100,37 @@ class Quirk:
     value: bool
     reason: str  # what taught it: status and a short, redacted excerpt of the error text (never a header or key)
     learned_at: float  # unix time
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """One fact an upstream's answer gave about a model's reasoning, kept to judge or restore a later request.
+
+    ``kind`` says what it is and how ``key`` and ``value`` read, one kind per fact the reasoning repairs need
+    (the learners and repairs that use a kind define it, e.g. the reasoning text of a Chat turn keyed by its
+    tool call id, the model that signed an Anthropic thinking block keyed by a hash of its signature, the
+    Responses reasoning item an output item followed). One record per (kind, key): a later one replaces it.
+    ``upstream`` names who issued it, ``"host:port/dialect"`` (the same on every transport), so a verdict
+    for one upstream is never taken for another's. Never a header or a key: only what the model produced."""
+
+    kind: str
+    key: str
+    value: str
+    upstream: str = ""
+
+
+class ReasoningStore(Protocol):
+    """:class:`Reasoning` records by (kind, key), bounded by the memory's age and size like the tool calls."""
+
+    def note(self, records: Iterable[Reasoning]) -> int:
+        """Store (or refresh) these records; the number written."""
+        ...
+
+    def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
+        """The records of ``kind`` known for these keys (unknown and expired keys are absent)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class QuirkStore(Protocol):

@@ -30,7 +30,6 @@ from mitmproxy.hooks import UpdateHook
 
 from llmfix import engine
 from llmfix.body.conversation import BadBody
-from llmfix.memory import learn
 from llmfix.memory.store import Quirk
 from llmfix.proxy import OFFLOAD_BYTES, RETRY_OF, ROUTE, UPSTREAM, flow_name
 from llmfix.report import views
@@ -226,8 +225,7 @@ class Retry:
         flow.response = answer.response
         resp = answer.response
         if resp.headers.get("content-type", "").lower().startswith("text/event-stream") and resp.raw_content:
-            learner = learn.StreamLearner(str(answer.metadata[ROUTE]), self.fix._remember,
-                                          content_encoding=resp.headers.get("content-encoding"), label=_name(flow))
+            learner = self.fix.learner(flow, str(answer.metadata[ROUTE]), resp.headers.get("content-encoding"))
             learner.feed(resp.raw_content)
             learner.feed(b"")
 

@@ -668,3 +668,47 @@ def test_calls_in_request_skips_malformed_entries() -> None:
         ]
     }
     assert calls_in_request("messages", messages) == [ToolCall("t", "N", "{}", "messages")]
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_events_fed_one_by_one_teach_what_the_stream_teaches(name: str) -> None:
+    """A WebSocket message of the Responses API is one stream event, the JSON of an SSE ``data:`` line:
+    fed event by event (``feed_event``), a captured stream teaches the very calls it teaches as bytes."""
+    dialect, raw, expected = capture(name)
+    got: list[ToolCall] = []
+    learner = StreamLearner(dialect, got.extend)
+    for block in raw.decode().replace("\r\n", "\n").split("\n\n"):
+        data = [line[5:].lstrip() for line in block.split("\n") if line.startswith("data:")]
+        if data:
+            learner.feed_event("\n".join(data))
+    learner.end()
+    assert got == expected
+
+
+def test_reasoning_records_reach_their_callback_stamped_with_the_upstream() -> None:
+    """What an assembler reports as Reasoning goes to ``on_reasoning`` (never to ``on_calls``), named after
+    the upstream the learner was made for when the assembler did not name one."""
+    from llmfix.memory.learn_base import Out
+    from llmfix.memory.store import Reasoning
+
+    class Thinks:
+        def wants(self, event: bytes) -> bool:
+            return True
+
+        def on_event(self, data: Any, out: Out) -> None:
+            out.append(Reasoning("test.kind", str(data["n"]), "thought"))
+            out.append(Reasoning("test.kind", "named", "v", "other:1/chat"))
+            out.append(ToolCall(f"call_{data['n']}", "Read", "{}", "chat"))
+
+        def finish(self, out: Out) -> None: ...
+
+        def forget_partial(self) -> None: ...
+
+    calls: list[ToolCall] = []
+    thoughts: list[Reasoning] = []
+    learner = StreamLearner("chat", calls.extend, on_reasoning=thoughts.extend, upstream="api.test:443/chat")
+    learner._assembler = Thinks()
+    learner.feed_event('{"n": 1}')
+    assert calls == [ToolCall("call_1", "Read", "{}", "chat")]
+    assert thoughts == [Reasoning("test.kind", "1", "thought", "api.test:443/chat"),
+                        Reasoning("test.kind", "named", "v", "other:1/chat")]
