@@ -18,8 +18,6 @@ redacted excerpt of the error text: never a header value or a key.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,38 +27,15 @@ from mitmproxy.addons.clientplayback import ReplayHandler
 from mitmproxy.hooks import UpdateHook
 
 from llmfix import engine
-from llmfix.body.conversation import BadBody
-from llmfix.memory.store import Quirk
-from llmfix.proxy import OFFLOAD_BYTES, RETRY_OF, ROUTE, UPSTREAM, flow_name
+from llmfix.proxy import RETRY_OF, ROUTE, UPSTREAM, flow_name
 from llmfix.report import views
-from llmfix.report.redact import redact_text
-from llmfix.retry import rejections
+from llmfix.retry import decide, rejections
 from llmfix.route import Dialect
 
 if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
 
 logger = logging.getLogger("llmfix")
-
-EXCERPT = 200
-
-
-class _Fixed:
-    """A quirks view giving one request exactly these flags (to try a repair before learning it)."""
-
-    def __init__(self, flags: tuple[tuple[str, bool], ...]) -> None:
-        self._flags = flags
-
-    def flags(self, host: str, port: int | None, dialect: str) -> tuple[tuple[str, bool], ...]:
-        return self._flags
-
-
-def _merge(*groups: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
-    merged: dict[str, bool] = {}
-    for group in groups:
-        merged.update(group)
-    return tuple(sorted(merged.items()))
-
 
 class Retry:
     def __init__(self, fix: LLMFix) -> None:
@@ -126,43 +101,20 @@ class Retry:
         status = flow.response.status_code if flow.response else 0
         info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
         client_raw = info.get("original") or flow.request.raw_content
-        encoding = flow.request.headers.get("content-encoding")
-        req = engine.Request(dialect, host, port, client_raw, encoding, None)
-        excerpt = redact_text(found.text.replace("\n", " "), EXCERPT)
-        event: dict[str, Any] = {"status": status, "rejection": found.rule.name, "error": excerpt, "learned": [],
-                                 "resent": False}
-        try:
-            sent = engine.decode(flow.request.raw_content or b"", encoding, settings.max_body)
-        except BadBody as e:
-            return self._log(flow, dialect, event, f"not resent: the body sent cannot be decoded ({e})")
-        # What to learn is judged against what is learned now (another request may have taught it since this
-        # one was sent); whether to resend, against what was sent.
-        base = settings.quirks.flags(host, port, dialect)
-        known = [f for f in found.flags if f in base]
-        base_body = await self._body(req, settings, base)
-        useful: list[tuple[str, bool]] = []
-        for flag in found.flags:
-            if flag not in base and await self._body(req, settings, _merge(base, (flag,))) != base_body:
-                useful.append(flag)
-        event["learned"] = [{"flag": f, "value": v} for f, v in known + useful]
-        outcome = await self._process(req, dataclasses.replace(settings, quirks=_Fixed(_merge(base, tuple(useful)))))
-        if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
-            why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
-            return self._log(flow, dialect, event, f"not resent: {why}")
-        if settings.mode != "repair":
-            return self._log(flow, dialect, event, "report mode: would learn and resend once")
-        reason = f"{status} {found.rule.name}: {excerpt}"
-        now = time.time()
-        new = [False] * len(known)
-        new += [settings.quirks.learn(Quirk(host, port or 0, str(dialect), f, v, reason, now)) for f, v in useful]
-        for record, is_new in zip(event["learned"], new, strict=True):
-            record["new"] = is_new
+        req = engine.Request(dialect, host, port, client_raw, flow.request.headers.get("content-encoding"), None)
+        d = await decide.decide(found, status, req, flow.request.raw_content or b"", settings)
+        event = d.event
+        if d.outcome is None:
+            return self._log(flow, dialect, event, d.why)
+        outcome = d.outcome
+        assert outcome.wire is not None
+        decide.learn(d, settings)
         answer = await self._resend(flow, outcome.wire, dialect)
         event["resent"] = True
         first = flow.response
         assert first is not None
         info_retry = {
-            "status": status, "rule": found.rule.name, "error": excerpt,
+            "status": status, "rule": found.rule.name, "error": event["error"],
             "first_response": views.pretty_redacted(first.get_content(strict=False) or b""),
             "learned": event["learned"], "resend_flow": answer.id,
         }
@@ -173,10 +125,7 @@ class Retry:
         else:
             again = rejections.match(str(dialect), answer.response.status_code,
                                      answer.response.get_content(strict=False) or b"")
-            if again is not None and again.rule == found.rule:
-                for (f, _), is_new in zip(known + useful, new, strict=True):
-                    if is_new:  # it did not help: do not shape later requests with it
-                        settings.quirks.unlearn(host, port, str(dialect), f)
+            decide.settle(d, settings, again)
             self._take(flow, answer, outcome)
             self.fix._report(flow, req, outcome, "repair")  # the client's flow now shows the resent body
             event["outcome"] = answer.response.status_code
@@ -189,17 +138,6 @@ class Retry:
         flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
         self._log(flow, dialect, event, outcome_text)
         ctx.master.addons.trigger(UpdateHook([flow]))  # mitmweb already showed the first answer: show the new one
-
-    async def _body(self, req: engine.Request, settings: engine.Settings,
-                    flags: tuple[tuple[str, bool], ...]) -> bytes | None:
-        """The decoded body llmfix sends for ``req`` with exactly these learned ``flags`` (None: unchanged)."""
-        return (await self._process(req, dataclasses.replace(settings, quirks=_Fixed(flags)))).body
-
-    @staticmethod
-    async def _process(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
-        if len(req.raw) >= OFFLOAD_BYTES:
-            return await asyncio.to_thread(engine.process, req, settings)
-        return engine.process(req, settings)
 
     async def _resend(self, flow: http.HTTPFlow, wire: bytes, dialect: Dialect) -> http.HTTPFlow:
         """Send ``wire`` with the client's headers to where ``flow`` went; the finished resend flow."""

@@ -1,0 +1,134 @@
+"""What a known rejection teaches and what to resend, whatever carried the request (HTTP, a WebSocket).
+
+The transport (``retry/addon.py`` for HTTP) finds a known rejection (:func:`llmfix.retry.rejections.match`)
+and hands :func:`decide` the request as the client sent it and as llmfix sent it; :func:`decide` works out,
+without sending anything, which learned flags would have avoided it (judged against what is learned now:
+another request may have taught a flag since this one left) and the repaired body to resend, or why there is
+none. The transport sends it, then :func:`settle` says what the answer means for what was learned (a resend
+rejected the same way did not help: its new flags are dropped again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from llmfix import engine
+from llmfix.body.conversation import BadBody
+from llmfix.memory.store import Quirk
+from llmfix.report.redact import redact_text
+from llmfix.retry import rejections
+from llmfix.route import Dialect
+
+EXCERPT = 200
+OFFLOAD_BYTES = 256 * 1024
+"""Bodies at least this large are repaired in a worker thread (as the proxy does)."""
+
+Flags = tuple[tuple[str, bool], ...]
+
+
+class Fixed:
+    """A quirks view giving one request exactly these flags (to try a repair before learning it)."""
+
+    def __init__(self, flags: Flags) -> None:
+        self._flags = flags
+
+    def flags(self, host: str, port: int | None, dialect: str) -> Flags:
+        return self._flags
+
+
+def merge(*groups: Flags) -> Flags:
+    merged: dict[str, bool] = {}
+    for group in groups:
+        merged.update(group)
+    return tuple(sorted(merged.items()))
+
+
+@dataclass
+class Decision:
+    """What to do about one rejection: ``outcome`` is the repaired request to resend (None: nothing to resend,
+    ``why`` says why); ``event`` is the record the transport logs (status, rule, redacted excerpt, learned)."""
+
+    found: rejections.Match
+    dialect: Dialect
+    host: str
+    port: int
+    event: dict[str, Any]
+    outcome: engine.Outcome | None = None
+    why: str = ""
+    known: list[tuple[str, bool]] = field(default_factory=list)
+    useful: list[tuple[str, bool]] = field(default_factory=list)
+    new: list[bool] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        return f"{self.event['status']} {self.found.rule.name}: {self.event['error']}"
+
+
+async def process(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
+    if len(req.raw) >= OFFLOAD_BYTES:
+        return await asyncio.to_thread(engine.process, req, settings)
+    return engine.process(req, settings)
+
+
+async def _body(req: engine.Request, settings: engine.Settings, flags: Flags) -> bytes | None:
+    """The decoded body llmfix sends for ``req`` with exactly these learned ``flags`` (None: unchanged)."""
+    return (await process(req, dataclasses.replace(settings, quirks=Fixed(flags)))).body
+
+
+async def decide(found: rejections.Match, status: int, req: engine.Request, sent_raw: bytes,
+                 settings: engine.Settings) -> Decision:
+    """The decision for ``req`` (the request as the client sent it; ``req.host``/``port``: the upstream it went
+    to) rejected with ``status`` and ``found``; ``sent_raw``: the body llmfix sent (its wire bytes)."""
+    host, port = req.host, req.port or 0
+    excerpt = redact_text(found.text.replace("\n", " "), EXCERPT)
+    event: dict[str, Any] = {"status": status, "rejection": found.rule.name, "error": excerpt, "learned": [],
+                             "resent": False}
+    d = Decision(found, req.dialect, host, port, event)
+    try:
+        sent = engine.decode(sent_raw, req.content_encoding, settings.max_body)
+    except BadBody as e:
+        d.why = f"not resent: the body sent cannot be decoded ({e})"
+        return d
+    quirks = settings.quirks
+    assert quirks is not None
+    base = quirks.flags(host, port, req.dialect)
+    d.known = [f for f in found.flags if f in base]
+    base_body = await _body(req, settings, base)
+    for flag in found.flags:
+        if flag not in base and await _body(req, settings, merge(base, (flag,))) != base_body:
+            d.useful.append(flag)
+    event["learned"] = [{"flag": f, "value": v} for f, v in d.known + d.useful]
+    outcome = await process(req, dataclasses.replace(settings, quirks=Fixed(merge(base, tuple(d.useful)))))
+    if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
+        why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
+        d.why = f"not resent: {why}"
+        return d
+    if settings.mode != "repair":
+        d.why = "report mode: would learn and resend once"
+        return d
+    d.outcome = outcome
+    return d
+
+
+def learn(d: Decision, settings: engine.Settings) -> None:
+    """Learn the decision's useful flags (just before its resend goes out)."""
+    assert settings.quirks is not None
+    now = time.time()
+    d.new = [False] * len(d.known)
+    d.new += [settings.quirks.learn(Quirk(d.host, d.port, str(d.dialect), f, v, d.reason, now)) for f, v in d.useful]
+    for record, is_new in zip(d.event["learned"], d.new, strict=True):
+        record["new"] = is_new
+
+
+def settle(d: Decision, settings: engine.Settings, again: rejections.Match | None) -> None:
+    """The resend was answered: rejected the same way (``again`` is the same rule), its new flags did not help,
+    so later requests are not shaped by them."""
+    if again is None or again.rule != d.found.rule or settings.quirks is None:
+        return
+    for (f, _), is_new in zip(d.known + d.useful, d.new, strict=True):
+        if is_new:
+            settings.quirks.unlearn(d.host, d.port, str(d.dialect), f)
