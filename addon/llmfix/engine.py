@@ -17,6 +17,7 @@ from llmfix.body.prefix import Answers, Entry, Hit, PrefixCache, answers_for
 from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
+from llmfix.memory.store import upstream_id
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import pipeline, settled
 from llmfix.repairs.base import Context
@@ -35,6 +36,7 @@ class Settings:
     memory: Recall | None = None  # tool calls seen before (None: no memory)
     window: Any = None  # a MediaWindow: tool-result media of recent requests (None: restore is off)
     quirks: Any = None  # a retry.learned.LearnedQuirks: flags learned from upstream rejections (None: none)
+    reasoning: Any = None  # a memory.store.ReasoningStore: what answers said about reasoning (None: not kept)
     prefix: PrefixCache | None = field(default_factory=PrefixCache)  # recent bodies (None: parse every body whole)
 
 
@@ -160,7 +162,8 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if resolved.profile != host_only.profile:  # the model's own profile: other repairs may apply
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     server_state = bool(conv.body.get("previous_response_id") or conv.body.get("conversation"))
-    extras = {"media_window": settings.window, "flow_id": req.flow_id, "server_state": server_state}
+    extras = {"media_window": settings.window, "flow_id": req.flow_id, "server_state": server_state,
+              "reasoning": settings.reasoning, "upstream": upstream_id(req.host, req.port, str(req.dialect))}
     ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
     # a body that appends to one which needed nothing continues that body's certain checks from where they
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.

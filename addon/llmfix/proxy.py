@@ -20,7 +20,7 @@ from llmfix.engine import Outcome, Settings
 from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
-from llmfix.memory.store import MemoryStoreError, ToolCall
+from llmfix.memory.store import MemoryStoreError, Reasoning, ReasoningStore, ToolCall, upstream_id
 from llmfix.report import changelog, views
 from llmfix.retry.learned import LearnedQuirks
 
@@ -48,7 +48,7 @@ def upstream_name(flow: http.HTTPFlow, dialect: str) -> str:
     :class:`llmfix.memory.store.Reasoning` records name who issued them."""
     routed = flow.metadata.get(UPSTREAM)
     host, port = (routed[1], routed[2]) if routed else (flow.request.host, flow.request.port)
-    return f"{str(host).lower()}:{port}/{dialect}"
+    return upstream_id(str(host), port, str(dialect))
 
 
 class LLMFix:
@@ -57,6 +57,7 @@ class LLMFix:
         self.log: changelog.JsonlLog | None = None
         self.recall: Recall | None = None
         self.quirks: LearnedQuirks | None = None  # flags learned from upstream rejections (llmfix.retry)
+        self.reasoning: ReasoningStore | None = None  # what answers said about the model's reasoning
         self.window = MediaWindow(0.0)
         self.offload = False  # run every request's engine in a worker thread (a Redis memory)
         self._memory_spec: tuple[str, float, int, float] | None = None
@@ -91,7 +92,8 @@ class LLMFix:
             self._open_log(ctx.options.llmfix_log)
         self._open_memory()
         self.window.window_s = options.parse_duration(ctx.options.llmfix_restore_window, "llmfix_restore_window")
-        self.settings = dataclasses.replace(options.with_state(settings, self.recall, self.window), quirks=self.quirks)
+        self.settings = dataclasses.replace(options.with_state(settings, self.recall, self.window), quirks=self.quirks,
+                                            reasoning=self.reasoning)
 
     def _open_memory(self) -> None:
         o = ctx.options
@@ -107,7 +109,10 @@ class LLMFix:
             self.recall.close()
         if self.quirks:
             self.quirks.close()
+        if self.reasoning:
+            self.reasoning.close()
         self.recall = Recall(memory.calls)
+        self.reasoning = memory.reasoning
         self.quirks = LearnedQuirks(memory.quirks, spec[1], shared=memory.shared)
         self.offload = memory.shared  # a network memory is never waited for on the event loop
         if memory.media is not None or not isinstance(self.window, MediaWindow):
@@ -135,6 +140,9 @@ class LLMFix:
         if self.quirks:
             self.quirks.close()
             self.quirks = None
+        if self.reasoning:
+            self.reasoning.close()
+            self.reasoning = None
 
     # -- hooks ---------------------------------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> None:
@@ -197,24 +205,29 @@ class LLMFix:
             return
         if "json" not in resp.headers.get("content-type", "").lower() or not resp.raw_content:
             return
-        needles = (b"tool_calls", b"function_call", b"custom_tool_call", b"tool_use")
+        needles = (b"tool_calls", b"function_call", b"custom_tool_call", b"tool_use", b"reasoning", b"thinking")
         try:
             body = resp.get_content(strict=True)
         except ValueError as e:
             logger.warning("llmfix: %s: cannot decode the response to learn from it: %s", flow_name(flow), e)
             return
         if body and any(n in body for n in needles):
-            self._remember(learn.learn_json_response(dialect, body))
+            self._remember(learn.learn_json_response(dialect, body, upstream=upstream_name(flow, dialect),
+                                                     on_reasoning=self._note))
 
     def learner(self, flow: http.HTTPFlow, dialect: str, content_encoding: str | None = None) -> learn.StreamLearner:
         """A learner for the answer of ``flow`` (an SSE body, or the server's messages on a WebSocket): every
         transport learns through one of these, so all of them learn the same things into the same memory."""
         return learn.StreamLearner(dialect, self._remember, content_encoding=content_encoding, label=flow_name(flow),
-                                   upstream=upstream_name(flow, dialect))
+                                   upstream=upstream_name(flow, dialect), on_reasoning=self._note)
 
     def _remember(self, calls: list[ToolCall]) -> None:
         if self.recall is not None and calls:
             self.recall.remember(calls)
+
+    def _note(self, records: list[Reasoning]) -> None:
+        if self.reasoning is not None and records:
+            self.reasoning.note(records)
 
     def _apply(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, settings: Settings) -> None:
         if outcome.status == "failed":

@@ -13,11 +13,12 @@ from pathlib import Path
 
 from llmfix.memory.redis_link import RedisLink, check_url, is_url
 from llmfix.memory.redis_media import RedisMediaStore
-from llmfix.memory.redis_store import RedisCallStore, RedisQuirkStore
+from llmfix.memory.redis_store import RedisCallStore, RedisQuirkStore, RedisReasoningStore
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.sqlite_db import SqliteDb
 from llmfix.memory.sqlite_quirks import SqliteQuirkStore
-from llmfix.memory.store import CallStore, MediaStore, MemoryStoreError, QuirkStore
+from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
+from llmfix.memory.store import CallStore, MediaStore, MemoryStoreError, QuirkStore, ReasoningStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,14 @@ class Backend:
     media: MediaStore | None  # None: the proxy's in-process MediaWindow
     quirks: QuirkStore
     shared: bool  # memory calls may wait on the network: never make them on the event loop
+    reasoning: ReasoningStore | None = None  # what answers said about reasoning (None: not kept)
+
+    def close(self) -> None:
+        """Close every store (each backend's stores share one file or one link: the last closes it)."""
+        for store in (self.calls, self.quirks, self.reasoning):
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
 
 
 def check_location(location: str, given: bool = True) -> None:
@@ -46,15 +55,21 @@ def open_memory(location: str, *, max_age_s: int, max_entries: int, timeout_s: f
     if is_url(location):
         link = RedisLink(location, timeout_s=timeout_s)
         return Backend(RedisCallStore(link, max_age_s=max_age_s), RedisMediaStore(link),
-                       RedisQuirkStore(link, max_age_s=max_age_s), shared=True)
+                       RedisQuirkStore(link, max_age_s=max_age_s), shared=True,
+                       reasoning=RedisReasoningStore(link, max_age_s=max_age_s))
     db = SqliteDb(location).acquire()  # one connection to the file, for every store in it
     try:
-        calls = SqliteStore(db, max_age_s=max_age_s, max_entries=max_entries)
-        try:  # the learned quirks live in the same file, a table of their own
+        opened: list[SqliteStore | SqliteQuirkStore] = []
+        try:  # the learned quirks and the reasoning records live in the same file, each in a table of its own
+            calls = SqliteStore(db, max_age_s=max_age_s, max_entries=max_entries)
+            opened.append(calls)
             quirks = SqliteQuirkStore(db, max_age_s=max_age_s)
+            opened.append(quirks)
+            reasoning = SqliteReasoningStore(db, max_age_s=max_age_s, max_entries=max_entries)
         except MemoryStoreError:
-            calls.close()
+            for store in opened:
+                store.close()
             raise
     finally:
         db.release()  # the stores hold it now; the last one to close closes it
-    return Backend(calls, None, quirks, shared=False)
+    return Backend(calls, None, quirks, shared=False, reasoning=reasoning)

@@ -48,14 +48,22 @@ def _check_dialect(dialect: str) -> None:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
 
 
-def learn_json_response(dialect: str, body: bytes) -> list[ToolCall]:
-    """Tool calls in a non-streamed response body (already content-decoded). Never raises."""
+def learn_json_response(dialect: str, body: bytes, *, upstream: str = "",
+                        on_reasoning: OnReasoning | None = None) -> list[ToolCall]:
+    """Tool calls in a non-streamed response body (already content-decoded); its :class:`Reasoning` records,
+    stamped with ``upstream``, go to ``on_reasoning``. Never raises."""
     try:
         _check_dialect(dialect)
         obj = orjson.loads(body)
         if not isinstance(obj, dict):
             raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-        return _DIALECT[dialect].calls_in_response(obj)
+        module = _DIALECT[dialect]
+        reasoning_in = getattr(module, "reasoning_in_response", None)
+        if on_reasoning is not None and reasoning_in is not None:
+            records = [r if r.upstream else Reasoning(r.kind, r.key, r.value, upstream) for r in reasoning_in(obj)]
+            if records:
+                on_reasoning(records)
+        return module.calls_in_response(obj)
     except Exception as e:
         logger.warning("llmfix learn: cannot read tool calls from a %s JSON response: %s", dialect, e)
         return []

@@ -1,4 +1,4 @@
-"""Tool calls and learned quirks in a Redis shared by a fleet of llmfix instances.
+"""Tool calls, reasoning records and learned quirks in a Redis shared by a fleet of llmfix instances.
 
 Why: behind a load balancer, Droid's turn 1 may stream through instance A and its broken turn 2 reach
 instance B; untangle-tool-run on B can give the trimmed declarations back only if A's memory is B's
@@ -10,6 +10,8 @@ Layout (every key under ``llmfix:``, nothing else written):
   (``llmfix_memory_max_age``); re-seen calls refresh it. Redis enforces the age bound; the count bound
   ``llmfix_memory_max_entries`` is the SQLite store's — size a shared Redis with ``maxmemory`` and an
   eviction policy (``volatile-ttl``) instead.
+- ``llmfix:reasoning:<kind>:<key>`` → JSON ``[value, upstream]`` of a :class:`Reasoning` record, expiring after
+  ``max_age_s`` like a call (same bounds as the SQLite store's, ``sqlite_reasoning.storable``).
 - ``llmfix:quirks`` → a hash, field ``host|port|dialect|flag`` → JSON of the :class:`Quirk`; the hash
   expires ``max_age_s`` after the last quirk learned, and a quirk older than that is invisible (Redis 7.0
   has no per-field expiry).
@@ -37,12 +39,14 @@ import redis
 
 from llmfix.memory.redis_link import RedisLink
 from llmfix.memory.sqlite import MAX_ARGUMENTS_CHARS
-from llmfix.memory.store import Quirk, ToolCall
+from llmfix.memory.sqlite_reasoning import storable
+from llmfix.memory.store import Quirk, Reasoning, ToolCall
 
 logger = logging.getLogger(__name__)
 
 CALL = b"llmfix:call:"
 QUIRKS = b"llmfix:quirks"
+REASONING = b"llmfix:reasoning:"
 MAX_CALL_ID_CHARS = 512
 MAX_REMEMBER_BYTES = 4 << 20
 _MGET_CHUNK = 500
@@ -125,6 +129,71 @@ def _call(call_id: str, value: bytes | None) -> ToolCall | None:
     if not all(isinstance(v, str) for v in (name, arguments, dialect, kind)):
         return None
     return ToolCall(call_id, name, arguments, dialect, kind)
+
+
+def reasoning_key(kind: str, key: str) -> bytes:
+    return REASONING + kind.encode() + b":" + key.encode()
+
+
+class RedisReasoningStore:
+    """A :class:`~llmfix.memory.store.ReasoningStore` over Redis: writes through the link's thread (a streamed
+    answer costs the event loop nothing), reads in the caller's worker thread. The link is closed by the call
+    store."""
+
+    def __init__(self, link: RedisLink, *, max_age_s: int) -> None:
+        self.link = link
+        self.max_age_s = max(int(max_age_s), 1)
+
+    def note(self, records: Iterable[Reasoning]) -> int:
+        rows: list[tuple[bytes, bytes]] = []
+        total = 0
+        for r in records:
+            if not storable(r):
+                continue
+            value = orjson.dumps([r.value, r.upstream])
+            if total + len(value) > MAX_REMEMBER_BYTES:
+                logger.warning("llmfix memory %s: reasoning record(s) not shared: one answer may write at most %d "
+                               "bytes", self.link.name, MAX_REMEMBER_BYTES)
+                break
+            total += len(value)
+            rows.append((reasoning_key(r.kind, r.key), value))
+        if not rows:
+            return 0
+        age = self.max_age_s
+
+        def write(r: redis.Redis) -> None:
+            pipe = r.pipeline(transaction=False)
+            for key, value in rows:
+                pipe.set(key, value, ex=age)
+            pipe.execute()
+
+        return len(rows) if self.link.submit(write) else 0
+
+    def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
+        wanted = list(dict.fromkeys(k for k in keys if isinstance(k, str) and k))
+        if not wanted:
+            return {}
+
+        def read(r: redis.Redis) -> list[Any]:
+            values: list[Any] = []
+            for start in range(0, len(wanted), _MGET_CHUNK):
+                values += r.mget([reasoning_key(kind, k) for k in wanted[start:start + _MGET_CHUNK]])
+            return values
+
+        found: dict[str, Reasoning] = {}
+        for key, raw in zip(wanted, self.link.call(read, []), strict=False):
+            if raw is None:
+                continue
+            try:
+                value, upstream = orjson.loads(raw)
+            except (orjson.JSONDecodeError, TypeError, ValueError):
+                continue
+            if isinstance(value, str) and isinstance(upstream, str):
+                found[key] = Reasoning(kind, key, value, upstream)
+        return found
+
+    def close(self) -> None:
+        """Nothing of its own to close: the link is the call store's."""
 
 
 def _field(host: str, port: int, dialect: str, flag: str) -> bytes:

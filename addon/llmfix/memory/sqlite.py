@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from itertools import batched
 from typing import Any
 
-from llmfix.memory.sqlite_db import SCHEMA_VERSION, SqliteDb, shared
+from llmfix.memory.sqlite_db import SCHEMA_VERSION, SqliteDb, Use
 from llmfix.memory.store import MemoryStoreError, ToolCall
 
 __all__ = ["MAX_ARGUMENTS_CHARS", "SCHEMA_VERSION", "SqliteStore"]
@@ -82,12 +82,13 @@ class SqliteStore:
         self.max_age_s = max_age_s
         self.max_entries = max_entries
         self._clock = clock
-        self.db = shared(path)
+        self._use = Use(path)
+        self.db = self._use.db
         self.path = self.db.path
         try:
             self.db.ensure(_SCHEMA)
         except MemoryStoreError:
-            self.db.release()
+            self._use.release()
             raise
         self._written_since_prune = 0
         self._last_prune = clock()
@@ -146,7 +147,7 @@ class SqliteStore:
                                                            .fetchone()[0]), 0)
 
     def close(self) -> None:
-        self.db.release()
+        self._use.release()
 
     def __enter__(self) -> SqliteStore:
         return self

@@ -190,6 +190,15 @@ def _move_aside(path: Path) -> Path:
     return aside
 
 
-def shared(source: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
-    """The database a store uses: ``source`` itself (another store's file), or a new one opened at a path."""
-    return (source if isinstance(source, SqliteDb) else SqliteDb(source)).acquire()
+class Use:
+    """One store's use of a :class:`SqliteDb`: ``db`` to work with, :meth:`release` (once; later calls do nothing)
+    when the store closes."""
+
+    def __init__(self, source: str | os.PathLike[str] | SqliteDb) -> None:
+        self.db = (source if isinstance(source, SqliteDb) else SqliteDb(source)).acquire()
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self.db.release()

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from llmfix.memory.sqlite_db import SqliteDb, shared
+from llmfix.memory.sqlite_db import SqliteDb, Use
 from llmfix.memory.store import MemoryStoreError, Quirk
 
 _SCHEMA = """
@@ -51,12 +51,13 @@ class SqliteQuirkStore:
             raise MemoryStoreError(f"max_age_s must be positive, got {max_age_s}")
         self.max_age_s = max_age_s
         self._clock = clock
-        self.db = shared(path)
+        self._use = Use(path)
+        self.db = self._use.db
         self.path = self.db.path
         try:
             self.db.ensure(_SCHEMA)
         except MemoryStoreError:
-            self.db.release()
+            self._use.release()
             raise
         self._expire()
 
@@ -87,7 +88,7 @@ class SqliteQuirkStore:
         return self.db.write("forget learned quirks", body, 0)
 
     def close(self) -> None:
-        self.db.release()
+        self._use.release()
 
     def _expire(self) -> None:
         cutoff = self._clock() - self.max_age_s

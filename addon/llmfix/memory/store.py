@@ -119,6 +119,11 @@ class Reasoning:
     upstream: str = ""
 
 
+def upstream_id(host: str, port: int | None, dialect: str) -> str:
+    """How a :class:`Reasoning` record names an upstream: ``host:port/dialect`` (host lower-cased)."""
+    return f"{host.lower()}:{port or 0}/{dialect}"
+
+
 class ReasoningStore(Protocol):
     """:class:`Reasoning` records by (kind, key), bounded by the memory's age and size like the tool calls."""
 

@@ -4,8 +4,11 @@ The transport (``retry/addon.py`` for HTTP) finds a known rejection (:func:`llmf
 and hands :func:`decide` the request as the client sent it and as llmfix sent it; :func:`decide` works out,
 without sending anything, which learned flags would have avoided it (judged against what is learned now:
 another request may have taught a flag since this one left) and the repaired body to resend, or why there is
-none. The transport sends it, then :func:`settle` says what the answer means for what was learned (a resend
-rejected the same way did not help: its new flags are dropped again).
+none. A rule with ``facts`` (a rejection only the upstream can judge, such as a thinking block's signature)
+teaches :class:`~llmfix.memory.store.Reasoning` records about the body it rejected instead: the repair is tried
+with them (:class:`Overlay`), and they are noted in the reasoning memory when the resend goes out, so the next
+request is repaired up front. The transport sends it, then :func:`settle` says what the answer means for what
+was learned (a resend rejected the same way did not help: its new flags are dropped again).
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from llmfix import engine
 from llmfix.body.conversation import BadBody
-from llmfix.memory.store import Quirk
+from llmfix.memory.store import Quirk, Reasoning, ReasoningStore, upstream_id
 from llmfix.report.redact import redact_text
 from llmfix.retry import rejections
 from llmfix.route import Dialect
@@ -38,6 +44,26 @@ class Fixed:
 
     def flags(self, host: str, port: int | None, dialect: str) -> Flags:
         return self._flags
+
+
+class Overlay:
+    """A reasoning memory that also knows ``records`` (what a rejection taught), ahead of ``base`` (may be None)."""
+
+    def __init__(self, base: ReasoningStore | None, records: Iterable[Reasoning]) -> None:
+        self.base = base
+        self.records = {(r.kind, r.key): r for r in records}
+
+    def note(self, records: Iterable[Reasoning]) -> int:
+        return self.base.note(records) if self.base is not None else 0
+
+    def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
+        keys = list(keys)
+        found = self.base.recall(kind, keys) if self.base is not None else {}
+        found.update({k: self.records[kind, k] for k in keys if (kind, k) in self.records})
+        return found
+
+    def close(self) -> None:
+        """Nothing of its own."""
 
 
 def merge(*groups: Flags) -> Flags:
@@ -62,6 +88,7 @@ class Decision:
     known: list[tuple[str, bool]] = field(default_factory=list)
     useful: list[tuple[str, bool]] = field(default_factory=list)
     new: list[bool] = field(default_factory=list)
+    facts: list[Reasoning] = field(default_factory=list)  # what a ``facts`` rule taught about the rejected body
 
     @property
     def reason(self) -> str:
@@ -93,6 +120,8 @@ async def decide(found: rejections.Match, status: int, req: engine.Request, sent
     except BadBody as e:
         d.why = f"not resent: the body sent cannot be decoded ({e})"
         return d
+    if found.rule.facts is not None:
+        return await _decide_facts(d, req, sent, settings)
     quirks = settings.quirks
     assert quirks is not None
     base = quirks.flags(host, port, req.dialect)
@@ -114,8 +143,39 @@ async def decide(found: rejections.Match, status: int, req: engine.Request, sent
     return d
 
 
+async def _decide_facts(d: Decision, req: engine.Request, sent: bytes, settings: engine.Settings) -> Decision:
+    """A rule that teaches facts about the rejected body: the repaired body with them known, or why none."""
+    assert d.found.rule.facts is not None
+    try:
+        body = orjson.loads(sent)
+    except orjson.JSONDecodeError:
+        body = None
+    if not isinstance(body, dict):
+        d.why = "not resent: the body sent is not a JSON object"
+        return d
+    d.facts = d.found.rule.facts(d.found, body, upstream_id(d.host, d.port, str(d.dialect)))
+    d.event["learned"] = [{"fact": r.kind, "key": r.key[:16]} for r in d.facts]
+    if not d.facts:
+        d.why = "not resent: the rejection names nothing llmfix can repair"
+        return d
+    outcome = await process(req, dataclasses.replace(settings, reasoning=Overlay(settings.reasoning, d.facts)))
+    if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
+        d.why = "not resent: what the rejection taught would not change the body"
+        return d
+    if settings.mode != "repair":
+        d.why = "report mode: would learn and resend once"
+        return d
+    d.outcome = outcome
+    return d
+
+
 def learn(d: Decision, settings: engine.Settings) -> None:
-    """Learn the decision's useful flags (just before its resend goes out)."""
+    """Learn the decision's useful flags, or note the facts it taught (just before its resend goes out)."""
+    if d.facts:
+        noted = settings.reasoning.note(d.facts) if settings.reasoning is not None else 0
+        for record in d.event["learned"]:
+            record["new"] = bool(noted)
+        return
     assert settings.quirks is not None
     now = time.time()
     d.new = [False] * len(d.known)

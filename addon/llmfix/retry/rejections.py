@@ -35,15 +35,24 @@ Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` =
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
+from llmfix.memory.store import Reasoning
 from llmfix.profiles import FLAGS
 
 MAX_ERROR_BYTES = 64 * 1024
 """An error body larger than this is not an error text llmfix knows (real ones are a few hundred bytes)."""
 STATUSES = frozenset({400, 422})
+
+
+Facts = Callable[["Match", dict[str, Any], str], list[Reasoning]]
+"""(the rejection, the body llmfix sent, the upstream's id) → what the rejection says about that body's reasoning
+state, as :class:`Reasoning` records (e.g. "this upstream cannot verify the thinking block at messages.N.content.M":
+a record naming that block's signature as foreign to it); [] when it names nothing llmfix can use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +62,10 @@ class Rule:
     statuses: frozenset[int]
     pattern: re.Pattern[str]
     flags: tuple[tuple[str, bool], ...]  # (profile flag, the value that avoids the rejection), in order
+    facts: Facts | None = None
+    """For a rejection only the upstream can judge (a signature, an encrypted payload): what it teaches about the
+    request it rejected, noted in the reasoning memory, so that the repair sees it, the resend is repaired and the
+    next request too (retry/decide.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +79,9 @@ class Match:
         return tuple((f, v) for f, v in self.rule.flags if f in FLAGS)
 
 
-def _rule(name: str, dialect: str, statuses: tuple[int, ...], pattern: str, *flags: tuple[str, bool]) -> Rule:
-    return Rule(name, dialect, frozenset(statuses), re.compile(pattern), flags)
+def _rule(name: str, dialect: str, statuses: tuple[int, ...], pattern: str, *flags: tuple[str, bool],
+          facts: Facts | None = None) -> Rule:
+    return Rule(name, dialect, frozenset(statuses), re.compile(pattern), flags, facts)
 
 
 _SERDE = r"Failed to deserialize the JSON body into the target type: "

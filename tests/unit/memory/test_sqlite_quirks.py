@@ -84,12 +84,12 @@ def test_the_call_store_and_the_quirk_store_share_one_connection(tmp_path: Path)
     memory = backend.open_memory(str(tmp_path / "m.sqlite3"), max_age_s=int(DAY), max_entries=100, timeout_s=1.0)
     calls, quirks = memory.calls, memory.quirks
     assert isinstance(calls, SqliteStore) and isinstance(quirks, SqliteQuirkStore)
-    assert calls.db is quirks.db  # one SqliteDb: one connection and one lock for the file
+    assert calls.db is quirks.db is memory.reasoning.db  # one SqliteDb: one connection and one lock for the file
     calls.remember([ToolCall("call_1", "Read", "{}", "chat")])
     quirks.learn(quirk(at=time.time()))
     calls.close()  # the quirk store still uses the file
     assert [q.flag for q in quirks.quirks()] == ["responses_tool_output_array"]
-    quirks.close()  # the last user closes the connection
+    memory.close()  # the last user closes the connection
     with pytest.raises(sqlite3.ProgrammingError):
         calls.db._conn.execute("SELECT 1")
 
