@@ -105,12 +105,7 @@ class LLMFix:
             memory = backend.open_memory(spec[0], max_age_s=int(spec[1]), max_entries=spec[2], timeout_s=spec[3])
         except MemoryStoreError as e:
             raise exceptions.OptionsError(f"llmfix_memory: {e}") from e
-        if self.recall:
-            self.recall.close()
-        if self.quirks:
-            self.quirks.close()
-        if self.reasoning:
-            self.reasoning.close()
+        self._close_memory()
         self.recall = Recall(memory.calls)
         self.reasoning = memory.reasoning
         self.quirks = LearnedQuirks(memory.quirks, spec[1], shared=memory.shared)
@@ -133,16 +128,15 @@ class LLMFix:
         if self.log:
             self.log.close()
             self.log = None
-        if self.recall:
-            self.recall.close()
-            self.recall = None
-            self._memory_spec = None
-        if self.quirks:
-            self.quirks.close()
-            self.quirks = None
-        if self.reasoning:
-            self.reasoning.close()
-            self.reasoning = None
+        self._close_memory()
+        self._memory_spec = None
+
+    def _close_memory(self) -> None:
+        """Close the memory's stores (each closes its share of the file or link; the last one closes it)."""
+        for store in (self.recall, self.quirks, self.reasoning):
+            if store is not None:
+                store.close()
+        self.recall = self.quirks = self.reasoning = None
 
     # -- hooks ---------------------------------------------------------------------------------
     async def request(self, flow: http.HTTPFlow) -> None:

@@ -52,6 +52,20 @@ MAX_REMEMBER_BYTES = 4 << 20
 _MGET_CHUNK = 500
 
 
+def set_all(link: RedisLink, rows: list[tuple[bytes, bytes]], age: int) -> int:
+    """Write ``rows`` (key, value), each expiring after ``age`` seconds, through the link's thread; how many."""
+    if not rows:
+        return 0
+
+    def write(r: redis.Redis) -> None:
+        pipe = r.pipeline(transaction=False)
+        for key, value in rows:
+            pipe.set(key, value, ex=age)
+        pipe.execute()
+
+    return len(rows) if link.submit(write) else 0
+
+
 def call_key(call_id: str) -> bytes:
     return CALL + call_id.encode()
 
@@ -84,17 +98,7 @@ class RedisCallStore:
         if skipped:
             logger.warning("llmfix memory %s: %d tool call(s) not shared: one request may write at most %d bytes",
                            self.link.name, skipped, MAX_REMEMBER_BYTES)
-        if not rows:
-            return 0
-        age = self.max_age_s
-
-        def write(r: redis.Redis) -> None:
-            pipe = r.pipeline(transaction=False)
-            for key, value in rows:
-                pipe.set(key, value, ex=age)
-            pipe.execute()
-
-        return len(rows) if self.link.submit(write) else 0
+        return set_all(self.link, rows, self.max_age_s)
 
     def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
         ids = list(dict.fromkeys(i for i in call_ids if isinstance(i, str) and i and len(i) <= MAX_CALL_ID_CHARS))
@@ -157,17 +161,7 @@ class RedisReasoningStore:
                 break
             total += len(value)
             rows.append((reasoning_key(r.kind, r.key), value))
-        if not rows:
-            return 0
-        age = self.max_age_s
-
-        def write(r: redis.Redis) -> None:
-            pipe = r.pipeline(transaction=False)
-            for key, value in rows:
-                pipe.set(key, value, ex=age)
-            pipe.execute()
-
-        return len(rows) if self.link.submit(write) else 0
+        return set_all(self.link, rows, self.max_age_s)
 
     def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
         wanted = list(dict.fromkeys(k for k in keys if isinstance(k, str) and k))

@@ -82,14 +82,9 @@ class SqliteStore:
         self.max_age_s = max_age_s
         self.max_entries = max_entries
         self._clock = clock
-        self._use = Use(path)
+        self._use = Use(path, _SCHEMA)
         self.db = self._use.db
         self.path = self.db.path
-        try:
-            self.db.ensure(_SCHEMA)
-        except MemoryStoreError:
-            self._use.release()
-            raise
         self._written_since_prune = 0
         self._last_prune = clock()
         self.prune()

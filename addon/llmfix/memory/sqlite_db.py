@@ -191,12 +191,17 @@ def _move_aside(path: Path) -> Path:
 
 
 class Use:
-    """One store's use of a :class:`SqliteDb`: ``db`` to work with, :meth:`release` (once; later calls do nothing)
-    when the store closes."""
+    """One store's use of a :class:`SqliteDb`, its tables made sure of (``schema``): ``db`` to work with,
+    :meth:`release` (once; later calls do nothing) when the store closes."""
 
-    def __init__(self, source: str | os.PathLike[str] | SqliteDb) -> None:
+    def __init__(self, source: str | os.PathLike[str] | SqliteDb, schema: str) -> None:
         self.db = (source if isinstance(source, SqliteDb) else SqliteDb(source)).acquire()
         self._released = False
+        try:
+            self.db.ensure(schema)
+        except MemoryStoreError:
+            self.release()
+            raise
 
     def release(self) -> None:
         if not self._released:

@@ -51,14 +51,9 @@ class SqliteQuirkStore:
             raise MemoryStoreError(f"max_age_s must be positive, got {max_age_s}")
         self.max_age_s = max_age_s
         self._clock = clock
-        self._use = Use(path)
+        self._use = Use(path, _SCHEMA)
         self.db = self._use.db
         self.path = self.db.path
-        try:
-            self.db.ensure(_SCHEMA)
-        except MemoryStoreError:
-            self._use.release()
-            raise
         self._expire()
 
     def learn(self, quirk: Quirk) -> None:

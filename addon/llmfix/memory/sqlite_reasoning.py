@@ -63,13 +63,8 @@ class SqliteReasoningStore:
         self.max_entries = max_entries
         self._clock = clock
         self._written = 0
-        self._use = Use(path)
+        self._use = Use(path, _SCHEMA)
         self.db = self._use.db
-        try:
-            self.db.ensure(_SCHEMA)
-        except MemoryStoreError:
-            self._use.release()
-            raise
 
     def note(self, records: Iterable[Reasoning]) -> int:
         now = self._clock()

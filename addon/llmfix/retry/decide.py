@@ -132,14 +132,18 @@ async def decide(found: rejections.Match, status: int, req: engine.Request, sent
             d.useful.append(flag)
     event["learned"] = [{"flag": f, "value": v} for f, v in d.known + d.useful]
     outcome = await process(req, dataclasses.replace(settings, quirks=Fixed(merge(base, tuple(d.useful)))))
+    why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
+    return _resend(d, outcome, sent, settings, why)
+
+
+def _resend(d: Decision, outcome: engine.Outcome, sent: bytes, settings: engine.Settings, why: str) -> Decision:
+    """``d`` with ``outcome`` to resend, unless it changes nothing (``why``) or llmfix only reports."""
     if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
-        why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
         d.why = f"not resent: {why}"
-        return d
-    if settings.mode != "repair":
+    elif settings.mode != "repair":
         d.why = "report mode: would learn and resend once"
-        return d
-    d.outcome = outcome
+    else:
+        d.outcome = outcome
     return d
 
 
@@ -159,14 +163,7 @@ async def _decide_facts(d: Decision, req: engine.Request, sent: bytes, settings:
         d.why = "not resent: the rejection names nothing llmfix can repair"
         return d
     outcome = await process(req, dataclasses.replace(settings, reasoning=Overlay(settings.reasoning, d.facts)))
-    if outcome.status != "repaired" or outcome.body == sent or outcome.wire is None:
-        d.why = "not resent: what the rejection taught would not change the body"
-        return d
-    if settings.mode != "repair":
-        d.why = "report mode: would learn and resend once"
-        return d
-    d.outcome = outcome
-    return d
+    return _resend(d, outcome, sent, settings, "what the rejection taught would not change the body")
 
 
 def learn(d: Decision, settings: engine.Settings) -> None:
