@@ -229,7 +229,7 @@ class ResponsesWebSocket:
         if d.outcome is not None and _loads(sent.req.raw).get("previous_response_id"):
             d.why = ("not resent: the message continues server-side state (previous_response_id) that the failed "
                      "turn may have cost; the whole history on the client's next socket will be")
-            d.outcome = None
+            d.outcome, d.event["learned"] = None, []  # nothing learned that no resend proved
         if d.outcome is None or d.outcome.wire is None:
             return log_retry(self.fix, flow, Dialect.RESPONSES, d.event, d.why, message=sent.index)
         decide.learn(d, settings)

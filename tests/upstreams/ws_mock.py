@@ -35,6 +35,7 @@ import json
 import threading
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +100,11 @@ class _State:
 class ResponsesSocketMock(MockUpstream):
     """:class:`MockUpstream` (HTTP, unchanged) that also serves the Responses WebSocket at ``…/responses``."""
 
-    def __init__(self, rules: str = BY_HOST, *, deflate: bool = False) -> None:
+    def __init__(self, rules: str = BY_HOST, *, deflate: bool = False,
+                 extra: Callable[[dict[str, Any]], Rejection | None] | None = None) -> None:
         super().__init__(rules)
         self.deflate = deflate
+        self.extra = extra  # asked first about each whole history (a vendor quirk): its Rejection is the answer
         self._answers: deque[tuple[list[dict[str, Any]], threading.Event | None]] = deque()
         self._stored: dict[str, list[Any]] = {}  # responses created with store: true, by id
         self._sockets: list[SocketRecord] = []
@@ -179,7 +182,7 @@ class ResponsesSocketMock(MockUpstream):
         items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else items
         history = base + (items if isinstance(items, list) else [])
         whole = {k: v for k, v in body.items() if k not in ("type", "previous_response_id")} | {"input": history}
-        rejection = check(record.rules, record.path, whole)
+        rejection = (self.extra and self.extra(whole)) or check(record.rules, record.path, whole)
         if rejection is not None:
             state.latest.pop(chained_on, None)  # the failed turn cost the state it chained on
             return self._refuse(record, raw, body, rejection, chained_on)
