@@ -22,6 +22,7 @@ from wsproto.frame_protocol import Opcode
 from llmfix import proxy as proxy_module
 from llmfix.proxy import UPSTREAM, LLMFix
 from llmfix.report.flowinfo import MESSAGES, SOCKET
+from llmfix.runinfo import Tally
 from llmfix.websocket import ONE_FRAME, ResponsesWebSocket, message_type
 from tests.upstreams import codex_ws as cx
 from tests.upstreams.ws_mock import function_call, stream_events
@@ -236,3 +237,17 @@ def test_changed_messages_are_sent_in_one_frame(addons) -> None:
     assert Fragmentizer.FRAGMENT_SIZE == ONE_FRAME
     pieces = list(Fragmentizer([b"x" * 4000], True)(("a" * 3999 + "é" + "b" * 10).encode()))
     assert [p.data for p in pieces] == ["a" * 3999 + "é" + "b" * 10]
+
+
+async def test_the_launchers_summary_counts_socket_requests_like_http_ones(addons) -> None:
+    _, ws, _ = addons
+    tally = Tally()
+    f = socket_flow()
+    ws.websocket_start(f)
+    for content in (cx.messages()[0], broken(), b'{"type":"response.processed","response_id":"r"}'):
+        await client(ws, f, content)
+        tally.count_message(f)
+    await server(ws, f, stream_events("resp_4", "gpt-5.5", []))
+    tally.count_message(f)  # a server event is no request
+    assert tally.summary() == {"http_requests": 2, "llm_requests": 2, "repaired": 1, "mode": "repair",
+                               "by_repair": {"pair-tool-calls": 1}}
