@@ -194,3 +194,20 @@ def test_the_media_window_is_fed_by_socket_messages(proxy, upstream) -> None:
     restored, later = (r.json["input"][-1]["output"] for r in upstream.requests[-2:])
     assert restored == out["output"]  # the very image the client sent on the socket
     assert later == ""
+
+
+def test_with_permessage_deflate_on_both_legs_a_repaired_message_arrives_whole(confdir) -> None:
+    """Codex offers ``permessage-deflate``; an upstream that takes it gets compressed frames from mitmproxy."""
+    ticks = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "✓ é —" * 3000}]}
+    message = cx.create([ticks, cx.prompt(), cx.call() | {"call_id": "call_deflate_8"}, GO_ON])
+    with ResponsesSocketMock(deflate=True) as up, Mitmdump(
+            scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options={"loopback_upstream": up.address,
+                                                            "llmfix_memory": ":memory:"}, confdir=confdir) as p:
+        with open_socket(p, HOST) as ws:
+            assert ws.extensions == ["permessage-deflate"]  # the client's leg
+            completed(ask(ws, cx.dumps(message)))
+        [sock] = up.sockets
+    assert sock.extensions == ["permessage-deflate"]  # the upstream's leg
+    sent = json.loads(sock.received[0].raw)
+    assert sent["input"][0] == ticks and {**sent, "input": None} == {**message, "input": None}
+    assert [i.get("type") for i in sent["input"]].count("function_call_output") == 1
