@@ -55,6 +55,7 @@ import orjson
 from mitmproxy import ctx, http
 from mitmproxy.hooks import UpdateHook
 from mitmproxy.proxy.layers.websocket import Fragmentizer
+from mitmproxy.websocket import WebSocketMessage
 
 from llmfix import engine, route
 from llmfix.memory.learn import StreamLearner
@@ -166,7 +167,7 @@ class ResponsesWebSocket:
 
     # -- client → server -------------------------------------------------------------------------------
 
-    async def _request(self, flow: http.HTTPFlow, sock: Socket, message: Any, index: int) -> None:
+    async def _request(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage, index: int) -> None:
         if message.injected:  # llmfix's own resend (recorded when sent), or another addon's message
             return
         if not message.is_text:
@@ -200,7 +201,7 @@ class ResponsesWebSocket:
 
     # -- server → client -------------------------------------------------------------------------------
 
-    async def _answer(self, flow: http.HTTPFlow, sock: Socket, message: Any) -> None:
+    async def _answer(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage) -> None:
         content = message.content
         sock.learner.feed_event(content)  # observes only, never raises
         kind = message_type(content)
@@ -213,7 +214,7 @@ class ResponsesWebSocket:
         elif sent.retry is not None:
             self._resent(flow, sent, message, None)
 
-    async def _rejected(self, flow: http.HTTPFlow, sock: Socket, message: Any, sent: Sent) -> None:
+    async def _rejected(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage, sent: Sent) -> None:
         """An error event for ``sent``: a known rejection of a whole history is repaired and sent again."""
         event = _loads(message.content)
         status = event.get("status", event.get("status_code"))
@@ -245,7 +246,8 @@ class ResponsesWebSocket:
         flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
         _show(flow)
 
-    def _resent(self, flow: http.HTTPFlow, sent: Sent, message: Any, again: rejections.Match | None) -> None:
+    def _resent(self, flow: http.HTTPFlow, sent: Sent, message: WebSocketMessage,
+                again: rejections.Match | None) -> None:
         """The answer to llmfix's resend has ended: what it means for what was learned, logged once."""
         d = sent.retry
         assert d is not None
