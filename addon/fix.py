@@ -10,6 +10,7 @@ if _HERE not in sys.path:
 from llmfix.proxy import LLMFix  # noqa: E402
 from llmfix.report.capture import Capture  # noqa: E402
 from llmfix.retry.addon import Retry  # noqa: E402
+from llmfix.websocket import ResponsesWebSocket  # noqa: E402
 
 _fix = LLMFix()
-addons = [_fix, Retry(_fix), Capture()]
+addons = [_fix, Retry(_fix), ResponsesWebSocket(_fix), Capture()]

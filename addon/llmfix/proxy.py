@@ -22,6 +22,7 @@ from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.store import MemoryStoreError, Reasoning, ReasoningStore, ToolCall, upstream_id
 from llmfix.report import changelog, views
+from llmfix.report.flowinfo import MESSAGES
 from llmfix.retry.learned import LearnedQuirks
 
 logger = logging.getLogger("llmfix")
@@ -40,7 +41,8 @@ UPSTREAM = "llmfix_upstream"
 
 def flow_name(flow: http.HTTPFlow) -> str:
     r = flow.request
-    return f"{flow.id[:8]} {r.method} {r.pretty_host}{r.path.split('?', 1)[0]}"
+    method = "WebSocket" if flow.websocket is not None else r.method
+    return f"{flow.id[:8]} {method} {r.pretty_host}{r.path.split('?', 1)[0]}"
 
 
 def upstream_name(flow: http.HTTPFlow, dialect: str) -> str:
@@ -146,6 +148,8 @@ class LLMFix:
         r = flow.request
         dialect = route.dialect_for(r.method, r.path, r.headers.get("content-type"))
         if dialect is None:
+            if route.upgrade_dialect(r.method, r.path, r.headers.get("upgrade")) is not None:
+                flow.metadata[UPSTREAM] = (r.scheme, r.host, r.port)  # where a Responses WebSocket goes
             return
         flow.metadata[ROUTE] = str(dialect)
         flow.metadata[UPSTREAM] = (r.scheme, r.host, r.port)
@@ -156,15 +160,19 @@ class LLMFix:
             return
         req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
         try:
-            # a network memory is never waited for on the event loop; a light append needs no thread
-            if self.offload or (len(raw) >= OFFLOAD_BYTES and not engine.light(req, settings)):
-                outcome = await asyncio.to_thread(engine.process, req, settings)
-            else:
-                outcome = engine.process(req, settings)
+            outcome = await self.run(req, settings)
             self._apply(flow, req, outcome, settings)
         except Exception as e:  # a bug in llmfix: never let it reach mitmproxy, never lose the request
             logger.warning("llmfix: %s left unchanged: internal error: %s: %s", flow_name(flow),
                            type(e).__name__, e, exc_info=True)
+
+    async def run(self, req: engine.Request, settings: Settings) -> Outcome:
+        """``engine.process`` of one request, whatever carried it (an HTTP body, a WebSocket message): in a worker
+        thread for a large body, so that other flows are not stalled, unless it is a light append (which needs no
+        thread); always there with a network memory, which is never waited for on the event loop."""
+        if self.offload or (len(req.raw) >= OFFLOAD_BYTES and not engine.light(req, settings)):
+            return await asyncio.to_thread(engine.process, req, settings)
+        return engine.process(req, settings)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""
@@ -236,10 +244,14 @@ class LLMFix:
                 flow.request.headers["content-length"] = str(len(outcome.wire))
         self._report(flow, req, outcome, settings.mode)
 
-    def _report(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, mode: str) -> None:
+    def _report(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, mode: str,
+                message: int | None = None) -> None:
+        """Console, JSONL, mitmweb for a repaired request; ``message``: the index, in ``flow.websocket.messages``,
+        of the WebSocket message that carried it (None: the flow's HTTP request)."""
         names = outcome.repairs
         verb = "" if mode == "repair" else "would "
-        prefix = f"llmfix{'' if mode == 'repair' else ' (report)'}: {flow_name(flow)}"
+        where = flow_name(flow) if message is None else f"{flow_name(flow)} message {message}"
+        prefix = f"llmfix{'' if mode == 'repair' else ' (report)'}: {where}"
         changelog.console(prefix, outcome.changes, flow.client_conn.peername if flow.live else None, outcome.lines)
         if self.log:
             context = {
@@ -247,6 +259,8 @@ class LLMFix:
                 "path": flow.request.path.split("?", 1)[0], "dialect": str(req.dialect),
                 "profile": outcome.profile, "model": outcome.model, "mode": mode,
             }
+            if message is not None:
+                context |= {"transport": "websocket", "message": message}
             try:
                 self.log.write(changelog.records(context, outcome.changes, outcome.records))
             except OSError as e:
@@ -254,8 +268,7 @@ class LLMFix:
         flow.marked = MARKS[mode]
         n = len(outcome.changes)
         note = f"llmfix: {verb}{', '.join(names)} ({n} change{'s' if n != 1 else ''})"
-        flow.comment = f"{flow.comment}\n{note}" if flow.comment and "llmfix:" not in flow.comment else note
-        flow.metadata[views.META] = {
+        info = {
             "mode": mode,
             "repairs": names,
             "profile": outcome.profile,
@@ -266,4 +279,11 @@ class LLMFix:
             "after": list(outcome.after),
             "original": req.raw if mode == "repair" else None,
         }
+        if message is not None:  # one line per repaired message of the socket, each message its own diff
+            note += f" in message {message}"
+            flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
+            flow.metadata.setdefault(MESSAGES, {})[str(message)] = info
+            return
+        flow.comment = f"{flow.comment}\n{note}" if flow.comment and "llmfix:" not in flow.comment else note
+        flow.metadata[views.META] = info
 

@@ -35,3 +35,12 @@ def dialect_for(method: str, path: str, content_type: str | None) -> Dialect | N
         if p.endswith(suffix):
             return dialect
     return None
+
+
+def upgrade_dialect(method: str, path: str, upgrade: str | None) -> Dialect | None:
+    """The dialect of a WebSocket upgrade llmfix repairs the messages of: ``GET …/responses`` with ``Upgrade:
+    websocket`` (the Responses API's WebSocket transport, any prefix); None for any other request."""
+    if method != "GET" or not upgrade or upgrade.lower() != "websocket":
+        return None
+    p = path.split("?", 1)[0].split("#", 1)[0].rstrip("/").lower()
+    return Dialect.RESPONSES if p.endswith("/responses") else None

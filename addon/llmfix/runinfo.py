@@ -7,7 +7,8 @@ A small mitmproxy addon, loaded by the launcher's script after :class:`llmfix.pr
   each proxy mode listens, which confdir (so which CA) is in use and where the JSONL change log goes.
   Written atomically; its existence means "ready".
 - ``llmfix_summary_file``: at ``done``, a JSON file with this run's counts: HTTP requests, LLM API
-  requests, and requests repaired (or, in report mode, that would be), per repair.
+  requests, and requests repaired (or, in report mode, that would be), per repair. A request carried by a
+  Responses WebSocket message counts like one carried by an HTTP request.
 
 Nothing here touches a flow. Counting reads the flow metadata LLMFix sets (the dialect it routed, its
 report); writing a file that fails logs one warning and changes nothing else.
@@ -25,7 +26,8 @@ from typing import Any
 from mitmproxy import ctx, http
 
 from llmfix.proxy import ROUTE
-from llmfix.report.flowinfo import META
+from llmfix.report.flowinfo import MESSAGES, META, SOCKET
+from llmfix.websocket import REQUESTS, message_type
 
 logger = logging.getLogger("llmfix")
 
@@ -63,6 +65,22 @@ class Tally:
             return
         self.llm += 1
         report = flow.metadata.get(META)
+        if report:
+            self.repaired += 1
+            self.mode = report.get("mode", self.mode)
+            self.by_repair.update(report.get("repairs", ()))
+
+    def count_message(self, flow: http.HTTPFlow) -> None:
+        """A WebSocket message: a request when it is a ``response.create`` on a socket llmfix watches."""
+        assert flow.websocket is not None
+        index = len(flow.websocket.messages) - 1
+        message = flow.websocket.messages[index]
+        if (flow.metadata.get(SOCKET) is None or not message.from_client or message.injected
+                or message_type(message.content) not in REQUESTS):
+            return
+        self.http += 1
+        self.llm += 1
+        report = flow.metadata.get(MESSAGES, {}).get(str(index))
         if report:
             self.repaired += 1
             self.mode = report.get("mode", self.mode)
@@ -107,6 +125,9 @@ class RunInfo:
 
     def request(self, flow: http.HTTPFlow) -> None:
         self.tally.count(flow)
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        self.tally.count_message(flow)
 
     def done(self) -> None:
         if ctx.options.llmfix_summary_file:

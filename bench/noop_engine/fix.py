@@ -13,9 +13,10 @@ from llmfix import engine
 from llmfix.proxy import LLMFix
 from llmfix.report.capture import Capture
 from llmfix.retry.addon import Retry
+from llmfix.websocket import ResponsesWebSocket
 
 engine.process = lambda req, settings: engine.Outcome("untouched")  # every request: nothing to do
 engine.light = lambda req, settings: True  # and no worker thread
 
 _fix = LLMFix()
-addons = [_fix, Retry(_fix), Capture()]
+addons = [_fix, Retry(_fix), ResponsesWebSocket(_fix), Capture()]

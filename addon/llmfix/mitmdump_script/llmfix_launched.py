@@ -8,5 +8,7 @@ launcher runs in the environment that has it).
 from llmfix.proxy import LLMFix
 from llmfix.report.capture import Capture
 from llmfix.runinfo import RunInfo
+from llmfix.websocket import ResponsesWebSocket
 
-addons = [LLMFix(), Capture(), RunInfo()]
+_fix = LLMFix()
+addons = [_fix, ResponsesWebSocket(_fix), Capture(), RunInfo()]

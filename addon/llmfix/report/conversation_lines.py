@@ -156,16 +156,24 @@ def response_lines(dialect: Dialect, response: http.Response, data: bytes) -> li
         return [*head, f"# cannot read the answer: {e.error_count()} unexpected shape(s)"]
 
 
+def _as_sent(lines: list[str], info: Any) -> list[str]:
+    if isinstance(info, dict) and info.get("changes") and info.get("mode") == "repair":
+        lines.insert(1, f"# as sent upstream, after llmfix's {', '.join(info.get('repairs', []))}"
+                        " (see the views 'llmfix diff' and 'llmfix original')")
+    return lines
+
+
+def message_text(dialect: Dialect, flow: Any, data: bytes, info: dict | None) -> str:
+    """A request carried by a WebSocket message (a Responses ``response.create``) as readable lines."""
+    return "\n".join(_as_sent(request_lines(dialect, data, flow.request.pretty_host), info)) + "\n"
+
+
 def conversation_text(flow: http.HTTPFlow, message: http.Message, data: bytes) -> str:
     dialect = dialect_of(flow)
     if dialect is None:
         return "(not an LLM API request llmfix knows: no conversation to show)\n"
     if message is flow.request:
-        lines = request_lines(dialect, data, flow.request.pretty_host)
-        info = flow.metadata.get(META)
-        if isinstance(info, dict) and info.get("changes") and info.get("mode") == "repair":
-            lines.insert(1, f"# as sent upstream, after llmfix's {', '.join(info.get('repairs', []))}"
-                            " (see the views 'llmfix diff' and 'llmfix original')")
+        lines = _as_sent(request_lines(dialect, data, flow.request.pretty_host), flow.metadata.get(META))
     else:
         assert isinstance(message, http.Response)
         lines = response_lines(dialect, message, data)

@@ -28,8 +28,8 @@ from mitmproxy import contentviews, http
 
 from llmfix.body.conversation import BadBody
 from llmfix.engine import decode
-from llmfix.report.conversation_lines import conversation_text
-from llmfix.report.flowinfo import META, dialect_of, http_of, info_of, is_sse
+from llmfix.report.conversation_lines import conversation_text, message_text
+from llmfix.report.flowinfo import META, dialect_of, http_of, info_of, is_sse, socket_request
 from llmfix.report.redact import redact, redact_text
 
 TEXT = 160
@@ -104,6 +104,17 @@ def original_text(flow: http.HTTPFlow, message: http.Message, data: bytes) -> st
     return f"# {what}\n# media and base64 summarised, secrets masked\n" + pretty_redacted(data)
 
 
+def message_original(metadata: contentviews.Metadata, data: bytes) -> str:
+    """A WebSocket message (or any other non-HTTP message) as sent: the client's original of one llmfix changed."""
+    info = info_of(metadata)
+    original = info.get("original") if info else None
+    if not isinstance(original, bytes):
+        return pretty_redacted(data)
+    names = ", ".join(info.get("repairs", [])) if info else ""
+    return (f"# the message as the client sent it; llmfix changed it ({names}) before sending it upstream\n"
+            "# media and base64 summarised, secrets masked\n" + pretty_redacted(original))
+
+
 class OriginalView(contentviews.Contentview):
     name = "llmfix original"
     syntax_highlight = "yaml"  # mitmproxy highlights JSON with its YAML highlighter; '#' lines are comments
@@ -111,7 +122,7 @@ class OriginalView(contentviews.Contentview):
     def prettify(self, data: bytes, metadata: contentviews.Metadata) -> str:
         found = http_of(metadata)
         if found is None:
-            return pretty_redacted(data)
+            return message_original(metadata, data)
         return original_text(found[0], found[1], data)
 
     def render_priority(self, data: bytes, metadata: contentviews.Metadata) -> float:
@@ -125,12 +136,17 @@ class ConversationView(contentviews.Contentview):
     def prettify(self, data: bytes, metadata: contentviews.Metadata) -> str:
         found = http_of(metadata)
         if found is None:
-            return "(not an HTTP message)\n"
+            dialect = socket_request(metadata)
+            if dialect is None or metadata.flow is None:
+                return "(not an LLM request or answer llmfix can show as a conversation)\n"
+            return message_text(dialect, metadata.flow, data, info_of(metadata))
         return conversation_text(found[0], found[1], data)
 
     def render_priority(self, data: bytes, metadata: contentviews.Metadata) -> float:
         found = http_of(metadata)
-        if found is None or dialect_of(found[0]) is None:
+        if found is None:
+            return 0.5 if socket_request(metadata) is not None else -1
+        if dialect_of(found[0]) is None:
             return -1
         # streamed answers have no other readable view; JSON keeps mitmproxy's JSON view by default
         return 2 if found[1] is found[0].response and is_sse(found[1]) else 0.5

@@ -168,20 +168,28 @@ class Retry:
             learner.feed(b"")
 
     def _log(self, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str) -> None:
-        learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in event["learned"]) or "nothing"
-        host, port = flow.metadata[UPSTREAM][1:]
-        report = "" if self.fix.settings.mode == "repair" else " (report)"
-        logger.info("llmfix%s: %s retry: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, _name(flow),
-                    event["status"], event["rejection"], event["error"], learned, host, port, dialect, outcome)
-        if self.fix.log:
-            r = flow.request
-            record = {"ts": round(time.time(), 3), "flow": flow.id, "method": r.method, "host": host, "port": port,
-                      "path": r.path.split("?", 1)[0], "dialect": str(dialect), "mode": self.fix.settings.mode,
-                      "event": "retry", **event, "result": outcome}
-            try:
-                self.fix.log.write([record])
-            except OSError as e:
-                logger.warning("llmfix: cannot write change log %s: %s", self.fix.log.path, e)
+        log_retry(self.fix, flow, dialect, event, outcome)
+
+
+def log_retry(fix: LLMFix, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str,
+              message: int | None = None) -> None:
+    """One console line and one JSONL record for a retry (``message``: the WebSocket message it was about)."""
+    learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in event["learned"]) or "nothing"
+    host, port = flow.metadata[UPSTREAM][1:]
+    report = "" if fix.settings.mode == "repair" else " (report)"
+    where = _name(flow) if message is None else f"{_name(flow)} message {message}"
+    logger.info("llmfix%s: %s retry: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, where,
+                event["status"], event["rejection"], event["error"], learned, host, port, dialect, outcome)
+    if fix.log:
+        r = flow.request
+        record = {"ts": round(time.time(), 3), "flow": flow.id, "method": r.method, "host": host, "port": port,
+                  "path": r.path.split("?", 1)[0], "dialect": str(dialect), "mode": fix.settings.mode,
+                  **({} if message is None else {"transport": "websocket", "message": message}),
+                  "event": "retry", **event, "result": outcome}
+        try:
+            fix.log.write([record])
+        except OSError as e:
+            logger.warning("llmfix: cannot write change log %s: %s", fix.log.path, e)
 
 
 _name = flow_name
