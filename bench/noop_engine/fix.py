@@ -9,14 +9,10 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "addon"))
 
+from llmfix import addons as _llmfix
 from llmfix import engine
-from llmfix.proxy import LLMFix
-from llmfix.report.capture import Capture
-from llmfix.retry.addon import Retry
-from llmfix.websocket import ResponsesWebSocket
 
 engine.process = lambda req, settings: engine.Outcome("untouched")  # every request: nothing to do
 engine.light = lambda req, settings: True  # and no worker thread
 
-_fix = LLMFix()
-addons = [_fix, Retry(_fix), ResponsesWebSocket(_fix), Capture()]
+addons = _llmfix.default()

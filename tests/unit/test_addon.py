@@ -198,8 +198,20 @@ def test_entry_script_loads_the_addon() -> None:
         assert type(mod.addons[0]).__name__ == "LLMFix"
 
 
+def test_the_launchers_script_runs_every_addon_of_the_entry_script() -> None:
+    """``llmfix -- CLIENT`` loads its own script: it must run what ``mitmdump -s addon/fix.py`` runs (it once ran
+    without repair-and-retry), plus the launcher's RunInfo."""
+    def names(path: Path) -> list[str]:
+        with taddons.context() as tctx:
+            return [type(a).__name__ for a in tctx.script(str(path)).addons]
+
+    plain = names(ROOT / "addon" / "fix.py")
+    assert {"LLMFix", "Retry", "ResponsesWebSocket", "Capture"} <= set(plain)
+    assert names(ROOT / "addon" / "llmfix" / "mitmdump_script" / "llmfix_launched.py") == [*plain, "RunInfo"]
+
+
 def test_running_freezes_the_startup_heap_with_the_catalogue_read() -> None:
-    """Full collections must not walk the startup heap on every cycle (issue 15): once running, what is alive
+    """Full collections must not walk the startup heap on every cycle: once running, what is alive
     (the models.dev catalogue included, read first) is frozen out of the collector's reach."""
     import gc
 
