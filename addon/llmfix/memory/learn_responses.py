@@ -19,10 +19,10 @@ The :class:`~llmfix.memory.store.Reasoning` kinds (key → value), read by ``rep
   ``@`` + upstream id holds that upstream's latest teaching (a marker; see :func:`marker`).
 - ``responses.sealed`` — key: the sha256 (hex) of a reasoning item's ``encrypted_content``; value: that item's
   id. Learned from answers, so that a reasoning item replayed without its ``id`` is still recognised.
-- ``responses.refused`` — key: ``upstream + " " + sha256 of an encrypted_content`` (that upstream cannot
-  verify it: ``invalid_encrypted_content``) or ``upstream + " id " + item id`` (that upstream does not hold the
-  item: ``Item with id … not found. Items are not persisted when `store` is set to false.``); value: what it was
-  (``encrypted`` / the item's type). Taught by rejections only. The key ``@`` + upstream holds the marker.
+- ``responses.refused`` — key: ``sha256 of an encrypted_content + " " + upstream`` (that upstream cannot
+  verify it: ``invalid_encrypted_content``) or ``"id " + item id + " " + upstream`` (that upstream does not hold
+  the item: ``Item with id … not found. Items are not persisted when `store` is set to false.``); value: what it
+  was (``encrypted`` / the item's type). Taught by rejections only. The key ``@`` + upstream holds the marker.
 
 What is learned from a stream comes from ``response.output_item.done`` and ``response.completed`` only: the
 spec says the ``encrypted_content`` of ``response.output_item.added`` may be incomplete (wire-formats.md §1.7).
@@ -118,12 +118,12 @@ def marker(upstream: str) -> str:
 
 def refused_content(upstream: str, encrypted_content: str) -> str:
     """The ``responses.refused`` key saying ``upstream`` cannot verify this encrypted content."""
-    return f"{upstream} {sealed_key(encrypted_content)}"
+    return f"{sealed_key(encrypted_content)} {upstream}"
 
 
 def refused_item(upstream: str, item_id: str) -> str:
     """The ``responses.refused`` key saying ``upstream`` does not hold this item."""
-    return f"{upstream} id {item_id}"
+    return f"id {item_id} {upstream}"
 
 
 def taught_order(item_id: str, reasoning_id: str | None, upstream: str) -> Reasoning:
