@@ -51,8 +51,14 @@ class _Refused:
 
 
 def _refused(items: list[Any], ctx: Context, start: int = 0) -> tuple[dict[int, _Refused], str | None]:
-    """What this upstream refused of ``items[start:]``, by index; and the upstream's marker."""
+    """What this upstream refused of ``items[start:]``, by index; and the upstream's marker. Without a marker
+    nothing was ever taught for this upstream (every teaching writes one with its records, and it is the newest
+    of them): then no item is looked up."""
     upstream = ctx.extras.get(ri.UPSTREAM) or ""
+    mark = lr.marker(upstream)
+    found = ri.recall(ctx, lr.REFUSED, [mark]).get(mark)
+    if found is None:
+        return {}, None
     keys: dict[int, tuple[str | None, str | None]] = {}
     for k in range(start, len(items)):
         item = items[k]
@@ -61,11 +67,9 @@ def _refused(items: list[Any], ctx: Context, start: int = 0) -> tuple[dict[int, 
         if content is not None or x is not None:
             keys[k] = (lr.refused_content(upstream, content) if content is not None else None,
                        lr.refused_item(upstream, x) if x is not None else None)
-    mark = lr.marker(upstream)
-    got = ri.recall(ctx, lr.REFUSED, {mark, *(key for pair in keys.values() for key in pair if key)})
-    now = got.pop(mark).value if mark in got else None
-    found = {k: _Refused(c in got, i in got) for k, (c, i) in keys.items()}
-    return {k: r for k, r in found.items() if r.unverified or r.absent}, now
+    got = ri.recall(ctx, lr.REFUSED, {key for pair in keys.values() for key in pair if key})
+    refused = {k: _Refused(c in got, i in got) for k, (c, i) in keys.items()}
+    return {k: r for k, r in refused.items() if r.unverified or r.absent}, found.value
 
 
 @dataclass

@@ -137,7 +137,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     if ctx.extras.get(ri.STORE) is None or ctx.dialect is not Dialect.RESPONSES:
         return items, []
     names = ri.names(items, ctx)
-    ids = {k: x for k, item in enumerate(items) if (x := ri.item_id(item)) is not None}
+    ids = ri.ids(items)
     orders = _orders(ctx, {*ids.values(), *names.values()})
     if not orders:
         return items, []
@@ -178,7 +178,7 @@ def _extend(state: Settled | None, items: list[Any], start: int, ctx: Context) -
         return Settled(None, EMPTY)
     mark = lr.marker(ctx.extras.get(ri.UPSTREAM) or "")
     names = ri.names(items, ctx, start=start)
-    ids = {k: x for k in range(start, len(items)) if (x := ri.item_id(items[k])) is not None}
+    ids = ri.ids(items, start)
     got = ri.recall(ctx, lr.ORDER, {*ids.values(), *names.values(), mark})
     now = got.pop(mark).value if mark in got else None
     if state is not None and now != state.marker:

@@ -101,6 +101,17 @@ def turn(items: list[Any], i: int) -> list[int]:
     return [*reversed(before), *run(items, i)]
 
 
+def ids(items: list[Any], start: int = 0) -> dict[int, str]:
+    """Index → id of the items of ``items[start:]`` an upstream may have issued: reasoning and produced items (a
+    client mints the ids of its own messages and tool outputs, Codex's ``msg_<uuid>`` and ``fco_…``)."""
+    out: dict[int, str] = {}
+    for k in range(start, len(items)):
+        item = items[k]
+        if (is_reasoning(item) or produced(item)) and (x := item_id(item)) is not None:
+            out[k] = x
+    return out
+
+
 def names(items: list[Any], ctx: Context, *, start: int = 0) -> dict[int, str]:
     """Index → name of the reasoning items of ``items[start:]`` that have one."""
     out: dict[int, str] = {}
