@@ -23,6 +23,7 @@ from llmfix.repairs.base import Context
 from llmfix.retry import decide, rejections
 from llmfix.retry.learned import LearnedQuirks
 from llmfix.route import Dialect
+from tests.upstreams.captures import capture_json
 from tests.upstreams.reasoned import codex_answer, codex_turn2, reasoning_item, responses_sse
 from tests.upstreams.reasoning_rules import Ledger, Organization
 
@@ -249,3 +250,38 @@ def call(item_id: str, call_id: str) -> dict[str, Any]:
 
 def output(call_id: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": f"result of {call_id}"}
+
+
+def test_codex_over_the_websocket_stays_byte_identical_and_a_resumed_history_is_judged_whole() -> None:
+    """Codex 0.171's socket (tests/fixtures/codex-ws/exchange.json): each ``response.create`` chains on the last
+    response and carries only new items; answered by a reasoning model (a reasoning item before each answer's
+    items), every server event fed to the learner one by one, as the WebSocket transport does. Each message
+    leaves byte-identical. A resume sends the whole history on a fresh socket: as issued it is untouched too;
+    without its reasoning item, the call loses its id."""
+    exchange = capture_json("codex-ws/exchange.json")
+    store = SqliteReasoningStore(":memory:")
+    learner = StreamLearner("responses", lambda _: None, on_reasoning=store.note, upstream=UP)
+    answered: list[list[dict[str, Any]]] = []
+    for n, turn in enumerate(exchange["client_messages"]):
+        message = turn["message"]
+        assert run(message, store).status == "untouched", message.get("previous_response_id")
+        [done] = [e["response"] for e in turn["server_events"] if e["type"] == "response.completed"]
+        if done["output"]:
+            done = {**done, "output": [reasoning_item(A, f"rs_ws_{n}"), *done["output"]]}
+        for block in responses_sse(done).split("\n\n"):
+            if block:
+                learner.feed_event(block.split("data: ", 1)[1])
+        answered.append(done["output"])
+    learner.end()
+    history: list[dict[str, Any]] = []
+    for turn, output in zip(exchange["client_messages"], answered[:-1], strict=False):
+        history += [*turn["message"]["input"], *output]  # the answer to each message, before the next one
+    history += exchange["client_messages"][-1]["message"]["input"]
+    resumed = {k: v for k, v in exchange["client_messages"][-1]["message"].items() if k != "previous_response_id"}
+    resumed["input"] = history
+    assert [i["type"] for i in history][-3:] == ["reasoning", "function_call", "function_call_output"]
+    assert run(resumed, store).status == "untouched"
+    lost = copy.deepcopy(resumed)
+    del lost["input"][-3]
+    outcome = run(lost, store)
+    assert outcome.repairs == ["pair-reasoning-items"] and "id" not in sent(lost, outcome)["input"][-2]
