@@ -34,11 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix.memory import learn_responses as lr
-from llmfix.profiles import Profile
 from llmfix.repairs import reasoning_items as ri
-from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.base import Context
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
 from llmfix.wire.base import without
 
 NAME = "drop-unverifiable-reasoning"
@@ -103,7 +101,7 @@ def _edits(items: list[Any], refused: dict[int, _Refused]) -> _Edit:
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.extras.get(ri.STORE) is None or ctx.dialect is not Dialect.RESPONSES:
+    if not ri.active(ctx):
         return items, []
     refused, _ = _refused(items, ctx)
     if not refused:
@@ -133,7 +131,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 def _extend(state: ri.Marked | None, items: list[Any], start: int, ctx: Context) -> ri.Marked | None:
     """Certain that nothing goes: no new item is refused by this upstream, and the upstream has been taught
     nothing since the prefix was settled (its marker; older items are only refused by a teaching)."""
-    if ctx.extras.get(ri.STORE) is None or ctx.dialect is not Dialect.RESPONSES:
+    if not ri.active(ctx):
         return ri.Marked(None)
     refused, now = _refused(items, ctx, start)
     if refused or (state is not None and now != state.marker):
@@ -141,16 +139,4 @@ def _extend(state: ri.Marked | None, items: list[Any], start: int, ctx: Context)
     return ri.Marked(now)
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.RESPONSES
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.RESPONSES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.RESPONSES: (b"encrypted_content", b'"id"')},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = ri.repair(NAME, _apply, _extend, __doc__)

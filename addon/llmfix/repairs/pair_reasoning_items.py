@@ -41,11 +41,9 @@ from typing import Any
 
 from llmfix.idset import EMPTY, Ids
 from llmfix.memory import learn_responses as lr
-from llmfix.profiles import Profile
 from llmfix.repairs import reasoning_items as ri
-from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.base import Context
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
 
 NAME = "pair-reasoning-items"
 Order = tuple[str | None, str | None, bool]  # (after, next, rejected), learn_responses.read_order
@@ -134,7 +132,7 @@ def _moves(out: list[tuple[int, Any]], names: dict[int, str], orders: dict[str, 
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.extras.get(ri.STORE) is None or ctx.dialect is not Dialect.RESPONSES:
+    if not ri.active(ctx):
         return items, []
     names = ri.names(items, ctx)
     ids = ri.ids(items)
@@ -174,7 +172,7 @@ def _extend(state: Settled | None, items: list[Any], start: int, ctx: Context) -
     directly followed by the item it produced, and every item that needed a reasoning item has it (in the prefix
     or among the new items). Older items were settled before and their records can only change by a rejection's
     teaching, which changes the upstream's marker: then nothing is certain and the repair runs."""
-    if ctx.extras.get(ri.STORE) is None or ctx.dialect is not Dialect.RESPONSES:
+    if not ri.active(ctx):
         return Settled(None, EMPTY)
     mark = lr.marker(ctx.extras.get(ri.UPSTREAM) or "")
     names = ri.names(items, ctx, start=start)
@@ -201,16 +199,4 @@ def _extend(state: Settled | None, items: list[Any], start: int, ctx: Context) -
     return Settled(now, present)
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.RESPONSES
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.RESPONSES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.RESPONSES: (b'"id"', b"encrypted_content")},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = ri.repair(NAME, _apply, _extend, __doc__)

@@ -20,8 +20,10 @@ from typing import Any
 from llmfix.body.media import human_size
 from llmfix.memory import learn_responses as lr
 from llmfix.memory.store import Reasoning
-from llmfix.repairs.base import Context
+from llmfix.profiles import Profile
+from llmfix.repairs.base import Apply, Context, Extend, Repair
 from llmfix.report.changes import Change
+from llmfix.route import Dialect
 from llmfix.wire import responses as rs
 from llmfix.wire.base import without
 
@@ -29,6 +31,21 @@ STORE = "reasoning"
 UPSTREAM = "upstream"
 SERVER_STATE = "server_state"
 _INPUT_ROLES = frozenset({"user", "system", "developer"})
+
+
+def active(ctx: Context) -> bool:
+    """Whether a reasoning repair can know anything here: a Responses request, with a reasoning memory."""
+    return ctx.dialect is Dialect.RESPONSES and ctx.extras.get(STORE) is not None
+
+
+def _responses_only(profile: Profile, dialect: Dialect) -> bool:
+    return dialect is Dialect.RESPONSES
+
+
+def repair(name: str, apply: Apply, extend: Extend, doc: str | None) -> Repair:
+    """A reasoning repair: Responses only, for bodies with an item id or an encrypted content."""
+    return Repair(name=name, dialects=frozenset({Dialect.RESPONSES}), apply=apply, wanted=_responses_only,
+                  needles={Dialect.RESPONSES: (b'"id"', b"encrypted_content")}, doc=doc or "", extend=extend)
 
 
 def extra(item: Any, key: str) -> Any:
