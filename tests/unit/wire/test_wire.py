@@ -12,7 +12,9 @@ from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 from tests.conftest import FIXTURES, fixture_json
 
-CAPTURES = sorted(p for p in FIXTURES.rglob("*.json"))
+CAPTURES = sorted(p for p in FIXTURES.rglob("*.json") if p.name != "exchange.json")
+"""Every captured request body (codex-ws/exchange.json is a whole socket exchange: its messages are tested where
+it is used)."""
 
 
 def dialect_of(body: dict) -> Dialect:
