@@ -183,6 +183,7 @@ def test_reasoning_repairs_hold_their_promises_turn_after_turn(session: Any) -> 
         if previous is not None:
             assert got["input"][: len(previous)] == previous, "not prefix-stable"
         previous = got["input"]
+    event(f"appends recognised: {'some' if cache.hits else 'none'}")
 
 
 @BUDGET
@@ -200,17 +201,20 @@ def test_with_server_state_memory_alone_changes_nothing(session: Any) -> None:
 OTHER = Organization("org-property-other")
 
 
-def retried(store: Any, ledger: Ledger, org: Organization, sent: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """``sent`` through llmfix to ``org`` as repair-and-retry does it: (what the upstream accepted, requests)."""
+def retried(store: Any, ledger: Ledger, org: Organization, sent: dict[str, Any], cache: PrefixCache
+            ) -> tuple[dict[str, Any], int]:
+    """``sent`` through llmfix to ``org`` as repair-and-retry does it, with the session's prefix cache (the
+    fast path must see what a rejection taught about older items): (what the upstream accepted, requests)."""
     raw = orjson.dumps(sent)
-    first = process(store, raw)
+    first = process(store, raw, cache)
+    assert first.body == process(store, raw).body, "the fast path answered otherwise"
     out = orjson.loads(first.body) if first.body is not None else sent
     rejection = ledger.check(org, out)
     if rejection is None:
         return out, 1
     found = rejections.match("responses", rejection.status, orjson.dumps(rejection.body))
     assert found is not None, rejection.message
-    settings = engine.Settings(reasoning=store, quirks=LearnedQuirks(None, 3600))
+    settings = engine.Settings(reasoning=store, quirks=LearnedQuirks(None, 3600), prefix=cache)
     d = asyncio.run(decide.decide(found, rejection.status, engine.Request(Dialect.RESPONSES, HOST, 443, raw),
                                   first.body or raw, settings))
     assert d.outcome is not None, d.why
@@ -240,13 +244,15 @@ def test_after_an_account_switch_two_requests_then_one_and_nothing_lost(session:
     for turn, output in enumerate(answers, 1):
         ledger.issue(ORG if turn <= switch else OTHER, {"output": output})
     store = memory(answers, learned)
+    cache = PrefixCache(min_size=0)
     previous: list[Any] | None = None
     for turns in range(1, len(chunks)):
         sent = body(chunks, turns)
-        got, requests = retried(store, ledger, ORG if turns < switch else OTHER, sent)
+        got, requests = retried(store, ledger, ORG if turns < switch else OTHER, sent, cache)
         event(f"requests: {requests}" + (" (switch turn)" if turns == switch else ""))
         assert requests == 1 or turns == switch
         assert kept(got["input"]) == kept(sent["input"])
         if previous is not None and turns != switch:
             assert got["input"][: len(previous)] == previous, "not prefix-stable"
         previous = got["input"]
+    event(f"appends recognised: {'some' if cache.hits else 'none'}")
