@@ -24,6 +24,7 @@ import openai
 import pytest
 
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.test_retry import PROBE_SCRIPT, records
 from tests.upstreams.captures import capture_json
 from tests.upstreams.mock import ORIGINAL_HOST_HEADER, MockUpstream
 from tests.upstreams.reasoned import codex_answer, codex_turn2, responses_sse
@@ -36,8 +37,11 @@ KEY_B = "sk-test-reasoning-account-b-93c7"
 
 
 def start(upstream: MockUpstream, confdir: Path) -> Mitmdump:
-    """llmfix with its memory in ``confdir`` (the SQLite file a restart finds again)."""
-    return Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], confdir=confdir,
+    """llmfix with its memory in ``confdir`` (the SQLite file a restart finds again), and the probe that writes
+    down what mitmweb would show of each flow (``confdir/probe.jsonl``)."""
+    confdir.mkdir(parents=True, exist_ok=True)
+    (confdir / "probe.py").write_text(PROBE_SCRIPT)
+    return Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT, confdir / "probe.py"], confdir=confdir,
                     options={"loopback_upstream": upstream.address, "connection_strategy": "lazy"})
 
 
@@ -210,6 +214,11 @@ def test_encrypted_content_of_another_account_two_requests_then_one(proxy: Mitmd
     del expected["input"][4]["id"]  # and the call no longer asks for it
     assert got == expected
     proxy.wait_for_output("retry: 400 responses-encrypted-content")
+    [shown] = [r for r in records(proxy.confdir / "probe.jsonl") if "retried after 400" in (r["comment"] or "")]
+    assert shown["marked"] == ":wrench:" and "drop-unverifiable-reasoning" in shown["comment"]
+    assert "# first attempt answered 400 (responses-encrypted-content)" in shown["diff"]
+    assert "# learned responses.refused" in shown["diff"]
+    assert answer["output"][0]["encrypted_content"] not in shown["diff"]  # shown as its size and hash only
     # turn 3: account B's own answer (a reasoning item and a message) follows; one request, B's reasoning kept
     answer_b = stream_turn1(proxy, upstream, "switch-b", key=KEY_B, turn=2)
     turn3 = copy.deepcopy(body)
