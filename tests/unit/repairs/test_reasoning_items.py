@@ -285,3 +285,23 @@ def test_codex_over_the_websocket_stays_byte_identical_and_a_resumed_history_is_
     del lost["input"][-3]
     outcome = run(lost, store)
     assert outcome.repairs == ["pair-reasoning-items"] and "id" not in sent(lost, outcome)["input"][-2]
+
+
+async def test_the_older_text_naming_the_content_and_a_compaction_item() -> None:
+    """``The encrypted content gAAA...DQ== could not be verified.`` names a few characters of a content, not an
+    item: any reasoning item whose content fits is enough to know the body's encrypted reasoning is refused. A
+    compaction item named instead (``cmp_…``) teaches nothing: its content is the compacted history itself."""
+    answer = codex_answer(1, A, "old")
+    body = codex_turn2(answer)
+    del body["input"][4]["id"]  # Codex sends it without its id: the server names the content
+    text = Ledger().check(B, body).message
+    assert text == f"The encrypted content {text.split()[3]} could not be verified." and "..." in text
+    d = await resend(body, rejected(text), learned_store(answer))
+    assert d.outcome is not None
+    assert [i["type"] for i in orjson.loads(d.outcome.body)["input"]][4:] == ["function_call", "function_call_output"]
+    compacted = {**body, "input": [{"type": "compaction", "id": "cmp_1", "encrypted_content": B.seal("cmp_1")},
+                                   *body["input"]]}
+    named = "The encrypted content for item cmp_1 could not be verified. Reason: Encrypted content could not be " \
+            "decrypted or parsed."
+    d = await resend(compacted, rejected(named), learned_store(answer))
+    assert d.outcome is None and d.why == "not resent: the rejection names nothing llmfix can repair"
