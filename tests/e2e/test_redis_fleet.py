@@ -3,6 +3,8 @@
 - Droid's turn 1 streams through instance A, its broken turn 2 reaches instance B: the strict upstream
   answers 200 with the declarations as A saw them streamed.
 - Codex behind a gateway: the client's leg through A, the gateway's leg through B: the image comes back.
+- Codex's Responses turn 1 (a reasoning item, then the call) streams through A; turn 2, replayed without the
+  reasoning item but with the call's fc_ id, reaches B: the strict upstream answers 200, the id removed.
 - Redis killed mid-run: requests keep flowing through both, the no-memory repair still valid, one warning
   per instance; Redis back: each instance says so once and sharing resumes without a restart.
 - Redis hung: the request that waits for it waits at most ``llmfix_memory_timeout``; an unrelated request
@@ -23,11 +25,15 @@ import httpx
 import openai
 import pytest
 
+from llmfix.memory import learn_responses as lr
+from llmfix.memory.redis_store import reasoning_key
 from tests.e2e.gateway import Gateway
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
 from tests.redis_server import RedisServer, needs_redis, until
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
+from tests.upstreams.reasoned import codex_answer, codex_turn2, responses_sse
+from tests.upstreams.reasoning_rules import organization_for
 
 pytestmark = [needs_redis, pytest.mark.timeout(240)]
 FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
@@ -150,6 +156,36 @@ def test_gateway_legs_on_different_instances_get_the_image_back(fleet, upstream,
     assert "restore-tool-media" not in a.output()
     with clean.client() as c:  # the client's request has ended: its media leave Redis (window 0s)
         assert until(lambda: not list(c.scan_iter(match=b"llmfix:media:*")), 1.0)
+    assert_no_secrets(clean)
+
+
+def test_reasoning_streamed_through_a_repairs_the_lost_reasoning_item_on_b(fleet, upstream, clean) -> None:
+    a, b = fleet
+    answer = codex_answer(1, organization_for(HEADERS), "fleet")
+    upstream.queue_sse(responses_sse(answer), chunk_delay=0.002)
+    with httpx.Client(proxy=a.url, verify=a.ssl_context(), trust_env=False, timeout=60) as http:
+        sdk = openai.OpenAI(base_url="https://api.openai.com/v1", api_key=API_KEY, http_client=http, max_retries=0)
+        body = capture_json("codex/turn1_request.json")
+        del body["stream"]
+        extra = {"client_metadata": body.pop("client_metadata")}
+        assert list(sdk.responses.create(**body, extra_body=extra, stream=True))[-1].type == "response.completed"
+    call = answer["output"][1]
+
+    def learned() -> bool:
+        with clean.client() as c:
+            return bool(c.exists(reasoning_key(lr.ORDER, call["id"])))
+
+    assert until(learned, 2.0)
+    turn2 = codex_turn2(answer)
+    del turn2["input"][4]  # the reasoning item lost, the call's fc_ id kept
+    before = len(upstream.requests)
+    response = post(b, RESPONSES, json.dumps(turn2).encode())
+    assert response.status_code == 200, response.text
+    [seen] = upstream.requests[before:]
+    assert seen.status == 200
+    assert seen.json["input"][4] == {k: v for k, v in call.items() if k != "id"} | {"status": "completed"}
+    assert seen.json["input"][:4] == turn2["input"][:4] and seen.json["input"][5:] == turn2["input"][5:]
+    b.wait_for_output("pair-reasoning-items")
     assert_no_secrets(clean)
 
 

@@ -39,6 +39,22 @@ def default_sse(dialect: Dialect, request: dict[str, Any]) -> str:
     return _anthropic_sse(model)
 
 
+def completed_response(sse_text: str) -> dict[str, Any]:
+    """The ``response`` of the ``response.completed`` event of a Responses SSE text ({} when it has none)."""
+    for block in sse_text.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(line[5:].lstrip() for line in block.split("\n") if line.startswith("data:"))
+        if '"response.completed"' not in data:
+            continue
+        try:
+            event = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "response.completed" and isinstance(event.get("response"),
+                                                                                               dict):
+            return event["response"]
+    return {}
+
+
 def _chat_completion(model: str) -> dict[str, Any]:
     return {
         "id": "chatcmpl-mock", "object": "chat.completion", "created": CREATED, "model": model,

@@ -16,6 +16,7 @@ from mitmproxy.net import encoding
 
 from tests.upstreams import canned
 from tests.upstreams.errors import Rejection, invalid_json, openai_error
+from tests.upstreams.reasoning_rules import organization_for
 from tests.upstreams.rules import check, dialect_of
 from tests.upstreams.sse import CannedSSE, write_events
 
@@ -66,6 +67,9 @@ class MockHandler(BaseHTTPRequestHandler):
                                      status=404)
         if rejection is None:
             rejection = check(rules, self.path, data)
+        org = organization_for(headers)
+        if rejection is None and dialect == "responses" and rules == "openai":
+            rejection = self.mock.ledger.check(org, data)
         streamed = rejection is None and data.get("stream") is True
         self.mock.record(
             method=self.command, path=self.path, headers=headers, body=raw, json=data, rules=rules,
@@ -74,10 +78,15 @@ class MockHandler(BaseHTTPRequestHandler):
         if rejection is not None:
             self._send_json(rejection.status, rejection.body)
         elif streamed:
-            queued = self.mock.next_sse()
-            self._send_sse(queued or CannedSSE(canned.default_sse(dialect, data)))
+            sse = self.mock.next_sse() or CannedSSE(canned.default_sse(dialect, data))
+            if dialect == "responses":
+                self.mock.ledger.issue(org, canned.completed_response(sse.text), data.get("previous_response_id"))
+            self._send_sse(sse)
         else:
-            self._send_json(200, canned.default_json(dialect, data))
+            answer = canned.default_json(dialect, data)
+            if dialect == "responses":
+                self.mock.ledger.issue(org, answer, data.get("previous_response_id"))
+            self._send_json(200, answer)
 
     def _parse(self, raw: bytes, headers: dict[str, str], rules: str) -> tuple[Any, Rejection | None]:
         if self.command != "POST":

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from tests.upstreams.handler import MockHandler
+from tests.upstreams.reasoning_rules import Ledger
 from tests.upstreams.rules import RULE_SETS, rules_for_host
 from tests.upstreams.sse import CannedSSE, Framing
 
@@ -103,6 +104,7 @@ class MockUpstream:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._sse: deque[CannedSSE] = deque()
+        self.ledger = Ledger()  # the reasoning items it issued, per organization (tests/upstreams/reasoning_rules.py)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 

@@ -19,7 +19,7 @@ What it does, as observed of OpenAI with Codex 0.171 (tests/fixtures/codex-ws/RE
 - A rejection is one ``error`` event, ``{"type": "error", "status": 400, "error": {"type", "code", "message",
   "param"}}`` (codex-api's WrappedWebsocketErrorEvent), with the HTTP rejection's status and text, and the
   socket stays open; the failed turn evicts the response it chained on (a resend of it would be refused for
-  the id). An accepted one is streamed as the events of tests/fixtures/codex-ws/exchange.json, one message
+  the id). An accepted one is streamed as the events of the capture (tests/fixtures/codex-ws/), one message
   each: ``response.created``, ``response.in_progress``, per output item its ``added`` / delta / ``done`` events,
   ``response.completed`` with the id later turns chain on. ``generate: false`` (Codex's warm-up) gets an
   empty response.

@@ -7,7 +7,12 @@ the other repairs see the request as the client meant it (restore pairs results 
 the ids as the client sent them); untangle-tool-run then rebuilds Droid's broken Chat runs and settles Chat
 orphans; pair-tool-calls comes next, on untangled runs: it makes ids unique, settles Responses/Anthropic
 orphans and answers every unanswered call, so that a run is complete before media are hoisted out of it
-and the hoisted user message lands after the whole run, placeholders included (DESIGN §6); media a
+and the hoisted user message lands after the whole run, placeholders included (DESIGN §6); Responses reasoning
+items come right after pairing, when every call and message the request will carry is in place (pairing may put
+back a call, without an id): drop-unverifiable-reasoning removes what the upstream said it cannot verify or does
+not hold, then pair-reasoning-items puts each remaining reasoning item before the item it produced and removes
+the ids that would ask for a missing one — before hoisting, whose user message lands after a run of tool
+results and so never between a reasoning item and the item it produced; media a
 text-only model cannot take are then omitted everywhere else; text arrays are flattened last
 (pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
 """
@@ -18,10 +23,12 @@ from typing import Any
 
 from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
+    drop_unverifiable_reasoning,
     flatten_tool_text,
     fold_system_messages,
     hoist_tool_media,
     omit_unsupported_media,
+    pair_reasoning_items,
     pair_tool_calls,
     restore_text_media,
     restore_tool_media,
@@ -36,6 +43,8 @@ PIPELINE: tuple[Repair, ...] = (
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
     pair_tool_calls.REPAIR,
+    drop_unverifiable_reasoning.REPAIR,
+    pair_reasoning_items.REPAIR,
     hoist_tool_media.REPAIR,
     omit_unsupported_media.REPAIR,
     flatten_tool_text.REPAIR,

@@ -174,7 +174,7 @@ class Retry:
 def log_retry(fix: LLMFix, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str,
               message: int | None = None) -> None:
     """One console line and one JSONL record for a retry (``message``: the WebSocket message it was about)."""
-    learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in event["learned"]) or "nothing"
+    learned = views.learned_text(event["learned"])
     host, port = flow.metadata[UPSTREAM][1:]
     report = "" if fix.settings.mode == "repair" else " (report)"
     where = _name(flow) if message is None else f"{_name(flow)} message {message}"

@@ -30,6 +30,14 @@ Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` =
   position (a tool_result's own content) teaches ``anthropic_tool_result_media``.
 - Pairing texts (WF §2.2, §3.3, SK §1): orphan tool messages, missing results, orphan ``tool_result``,
   Responses ``No tool output found``: the pairing repairs are always on, so these teach nothing.
+- Responses reasoning items (SK §3.3, §1.2; OpenAI shape, ``param: "input"``): ``Item 'fc_…' of type
+  'function_call' was provided without its required 'reasoning' item: 'rs_…'.`` (also ``msg_…`` / ``message``,
+  and without the ``of type`` part), ``Item 'rs_…' of type 'reasoning' was provided without its required
+  following item.``, ``The encrypted content for item rs_… could not be verified. Reason: …`` (code
+  ``invalid_encrypted_content``; older ``The encrypted content gAAA...DQ== could not be verified.``) and, with
+  ``store: false``, ``Item with id 'rs_…' not found. Items are not persisted when `store` is set to false.``
+  (**404** in one report, so 404 is read for that rule alone). They teach facts about the body
+  (``retry/reasoning_facts.py``), never flags.
 """
 
 from __future__ import annotations
@@ -43,10 +51,12 @@ import orjson
 
 from llmfix.memory.store import Reasoning
 from llmfix.profiles import FLAGS
+from llmfix.retry import reasoning_facts
 
 MAX_ERROR_BYTES = 64 * 1024
 """An error body larger than this is not an error text llmfix knows (real ones are a few hundred bytes)."""
-STATUSES = frozenset({400, 422})
+STATUSES = frozenset({400, 404, 422})
+"""Every status some rule reads (404: only the not-persisted rule, whose one report came with it)."""
 
 
 Facts = Callable[["Match", dict[str, Any], str], list[Reasoning]]
@@ -101,6 +111,18 @@ RULES: tuple[Rule, ...] = (
           r"No tool output found for (?:function |custom tool |tool )?call"),
     _rule("responses-output-without-call", "responses", (400,),
           r"No tool call found for (?:function |custom tool )?call output"),
+    _rule("responses-reasoning-missing", "responses", (400,),
+          r"Item '(?P<item>[^'\s]+)' (?:of type '[^']+' )?was provided without its required 'reasoning' item: "
+          r"'(?P<reasoning>[^'\s]+)'", facts=reasoning_facts.missing_reasoning),
+    _rule("responses-reasoning-alone", "responses", (400,),
+          r"Item '(?P<reasoning>[^'\s]+)' of type 'reasoning' was provided without its required following item",
+          facts=reasoning_facts.reasoning_alone),
+    _rule("responses-encrypted-content", "responses", (400,),
+          r"The encrypted content (?:for item (?P<item>[^\s]+) |(?P<content>[^\s]+) )?could not be verified",
+          facts=reasoning_facts.unverifiable),
+    _rule("responses-item-not-persisted", "responses", (404, 400),
+          r"Item with id '(?P<item>[^'\s]+)' not found\. Items are not persisted when `?store`? is set to false",
+          facts=reasoning_facts.not_persisted),
     # -- Chat Completions ---------------------------------------------------------------------------------
     _rule("chat-image-in-tool-message", "chat", (400,),
           r"Image URLs are only allowed for messages with role 'user', but this message with role 'tool'",

@@ -31,6 +31,14 @@ def evolve[M: Wire](model: M, **changes: Any) -> M:
     return model.model_copy(update=changes)
 
 
+def without[M: Wire](model: M, *names: str) -> M:
+    """A copy of ``model`` without the fields ``names`` (set or unknown ones); the others are the very same
+    objects, in their order, so what is left of it is sent as it came."""
+    fields = {n: getattr(model, n) for n in type(model).model_fields if n in model.model_fields_set and n not in names}
+    fields.update({k: v for k, v in (model.__pydantic_extra__ or {}).items() if k not in names})
+    return type(model).model_construct(**fields)
+
+
 def _dump(value: Any, origin: dict[int, Any] | None) -> Any:
     if origin is not None:
         raw = origin.get(id(value))

@@ -138,7 +138,8 @@ NEAR_MISSES = [
     ("messages", 422, json.dumps({"detail": [{"msg": "Input should be 'user' or 'assistant'",
                                               "input": "tool"}]}).encode()),
     ("messages", 400, anthropic_shape("messages.0: role 'system' is not supported on this model")),
-    ("responses", 400, openai_shape("The encrypted content gAAA could not be verified.")),
+    ("responses", 500, openai_shape("The encrypted content gAAA...DQ== could not be verified.")),
+    ("responses", 404, openai_shape("Item with id 'rs_1' not found.")),
     ("chat", 400, openai_shape("Model grok-9 does not exist")),
     # not an error body at all, or one too odd to be a known text
     ("responses", 422, b""),

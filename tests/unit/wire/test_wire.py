@@ -12,7 +12,8 @@ from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 from tests.conftest import FIXTURES, fixture_json
 
-CAPTURES = sorted(p for p in FIXTURES.rglob("*.json"))
+CAPTURES = sorted(FIXTURES.rglob("*.json"))
+"""Every captured request body (codex-ws/: each WebSocket message Codex sent is one)."""
 
 
 def dialect_of(body: dict) -> Dialect:
