@@ -76,6 +76,7 @@ class Histories:
 
     dialect: str
     size: int
+    first: int = 0  # the first session's number: workloads that share a proxy never share a session
     _base: tuple[bytes, bytes, list[dict]] | None = None
     _made: dict[int, History] = field(default_factory=dict)
 
@@ -96,7 +97,8 @@ class Histories:
                 base = orjson.dumps(obj)
             self._base = _split(base, key)
         head, tail, items = self._base
-        tag = f"s{s:04d}".encode()
+        s += self.first
+        tag = f"s{s:06d}".encode()
         # every session-specific string of the padding renamed: call ids, item ids, tool outputs
         own = head.replace(b"_hist_", b"_" + tag + b"_").replace(b"handler_", tag + b"handler_")
         last_bytes = orjson.dumps(items[-1])
@@ -124,7 +126,7 @@ class Workload:
 def many(dialect: str, sessions: int, size: int = bodies.MB, rounds: int = 1) -> Workload:
     """``sessions`` interleaved sessions of ``size`` bytes: request i is session ``i % sessions``'s next turn
     (one tool round trip more than its request before). The warm-ups are each session's first request."""
-    hist = Histories(dialect, size)
+    hist = Histories(dialect, size, first=1000 * sessions)
 
     def request(i: int) -> bytes:
         if i < 0:
@@ -144,7 +146,7 @@ def edited(dialect: str, size: int = bodies.MB, n: int = 60) -> Workload:
     """One session whose last turn is replaced on every request (a retried turn, a regenerated answer):
     request i is the history + turn ``i``, where request i − 1 had turn ``i − 1`` in its place. Messages:
     the breakpoint sits on the last message, as Claude Code puts it."""
-    hist = Histories(dialect, size)
+    hist = Histories(dialect, size, first=900_000)
 
     def request(i: int) -> bytes:
         h = hist(0)
@@ -158,7 +160,7 @@ def edited(dialect: str, size: int = bodies.MB, n: int = 60) -> Workload:
 def first_sight(dialect: str, size: int = bodies.MB, n: int = 40) -> Workload:
     """Sessions llmfix has never seen: every request the first of its own session (as after a restart, or on
     another instance of a fleet)."""
-    hist = Histories(dialect, size)
+    hist = Histories(dialect, size, first=800_000)
 
     def request(i: int) -> bytes:
         h = hist(i + 3 if i >= 0 else -i - 1)  # warm-ups: sessions 0..2

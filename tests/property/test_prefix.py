@@ -70,7 +70,7 @@ class Cache(PrefixCache):
 
     def find(self, dialect: str, data: bytes) -> Hit | None:
         hit = super().find(dialect, data)
-        if hit is not None and hit.count < len(hit.entry.raw):
+        if hit is not None and hit.edited:
             self.marked += 1
         return hit
 
@@ -132,3 +132,44 @@ def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.
         fast.memory.close()
         whole.memory.close()
 
+
+
+@pytest.mark.parametrize("host", ["openai", "xai", "anthropic"])
+@pytest.mark.parametrize("dialect", list(CONVERSATIONS))
+@BUDGET
+@given(data=st.data())
+def test_interleaved_edited_and_restarted_sessions_answer_as_the_whole_parse(dialect: str, host: str,
+                                                                             data: st.DataObject) -> None:
+    """A team's proxy: several sessions (valid or broken) at once, their turns interleaved, some turns
+    regenerated (the last turn replaced by another), some mutated as above, llmfix restarted now and then
+    (its cache empty, its memory kept), and a cache that may hold fewer sessions than there are: every
+    answer is the whole path's, and sessions that continue are recognised."""
+    sessions = [valid_or_broken(data, dialect, host)[1] for _ in range(data.draw(st.integers(2, 4), label="sessions"))]
+    order = data.draw(st.permutations([s for s, c in enumerate(sessions) for _ in c.chunks]), label="order")
+    cache = Cache(min_size=0, max_entries=data.draw(st.sampled_from([1, 2, 1024]), label="max entries"))
+    fast = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=cache)
+    whole = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=None)
+    name = HOSTS[host].name
+    sent = [0] * len(sessions)
+    try:
+        for step, s in enumerate(order):
+            conv = sessions[s]
+            sent[s] += 1
+            turns = sent[s]
+            kind = data.draw(st.sampled_from((*MUTATIONS, "regenerate", "restart")), label=f"step {step}")
+            if kind == "restart":
+                cache.clear()
+            if kind == "regenerate" and turns >= 2:  # the turn before replaced by this one (a retried turn)
+                body = conv.body(turns - 2)
+                body[conv.key] = body[conv.key] + conv.chunks[turns - 1]
+                raw = orjson.dumps(body)
+            else:
+                raw = mutate(conv.raw(turns), kind, conv.key, len(conv.body(turns - 1)[conv.key]))
+            flow = f"s{s}.t{turns}"
+            got = answer(fast, dialect, name, raw, flow)
+            assert got == answer(whole, dialect, name, raw, flow), f"step {step}: session {s} turn {turns} ({kind})"
+        event(f"recognised: {'some' if cache.hits else 'none'}")
+        event(f"found from an earlier mark: {'some' if cache.marked else 'none'}")
+    finally:
+        fast.memory.close()
+        whole.memory.close()
