@@ -282,13 +282,30 @@ def weight(tail: bytes, count: int, verdicts: dict[int, Any]) -> int:
 
 
 class _Tail:
-    """The marks of the kept entries that share one tail, by offset."""
+    """The marks of the kept entries that share one tail, by offset and probe (sessions of one client may
+    have marks at the same offsets: the probe tells them apart before any digest is computed)."""
 
     __slots__ = ("at", "tail")
 
     def __init__(self, tail: bytes) -> None:
         self.tail = tail
-        self.at: dict[int, list[tuple[Entry, Mark]]] = {}
+        self.at: dict[int, dict[bytes, list[tuple[Entry, Mark]]]] = {}
+
+    def add(self, entry: Entry) -> None:
+        for m in entry.marks:
+            self.at.setdefault(m.offset, {}).setdefault(m.probe, []).append((entry, m))
+
+    def remove(self, entry: Entry) -> None:
+        for m in entry.marks:
+            probes = self.at.get(m.offset)
+            found = probes.get(m.probe) if probes is not None else None
+            if found is None:
+                continue
+            found[:] = [(e, x) for e, x in found if e is not entry]
+            if not found:
+                del probes[m.probe]
+                if not probes:
+                    del self.at[m.offset]
 
 
 class PrefixCache:
@@ -299,7 +316,7 @@ class PrefixCache:
         self.max_entries, self.max_weight, self.min_size = max_entries, max_weight, min_size
         self.seed = int.from_bytes(os.urandom(8)) if seed is None else seed
         self._entries: OrderedDict[tuple[str, int], Entry] = OrderedDict()
-        self._tails: dict[tuple[str, bytes], _Tail] = {}
+        self._tails: dict[tuple[str, int, int], _Tail] = {}  # (dialect, length, XXH3-64) of a tail → its marks
         self._lengths: dict[str, dict[int, int]] = {}  # dialect → tail length → how many tails have it
         self._weight = 0
         self._serial = 0
@@ -351,8 +368,8 @@ class PrefixCache:
         for t in sorted(lengths, reverse=True):  # a copy: another thread may add one meanwhile
             if t >= n:
                 continue
-            group = self._tails.get((dialect, data[n - t :]))
-            if group is None:
+            group = self._tails.get((dialect, t, xxhash.xxh3_64_intdigest(memoryview(data)[n - t :], self.seed)))
+            if group is None or not data.endswith(group.tail):
                 continue
             hit = self._at_marks(data, group, n - t)
             if hit is not None:
@@ -376,18 +393,14 @@ class PrefixCache:
                 pos = j
         view = memoryview(data)
         for offset in offsets:
-            found = at.get(offset)
+            probes = at.get(offset)
+            found = probes.get(data[offset - PROBE : offset]) if probes is not None else None
             if not found:
                 continue
-            probe = data[offset - PROBE : offset]
-            hasher = None
-            for entry, mark in tuple(found):
-                if mark.probe != probe:
-                    continue
-                if hasher is None:
-                    hasher = self.hasher()
-                    hasher.update(view[:offset])
-                    digest = hasher.digest()
+            hasher = self.hasher()
+            hasher.update(view[:offset])
+            digest = hasher.digest()
+            for entry, mark in tuple(found):  # a copy: another thread may change it meanwhile
                 if digest != mark.digest:
                     continue
                 new = _middle(data, offset, end)
@@ -434,17 +447,19 @@ class PrefixCache:
         if entry.weight > self.max_weight // 4:
             return None
         with self._lock:
-            group = self._tails.get((dialect, tail))
+            tail_key = (dialect, len(tail), xxhash.xxh3_64_intdigest(tail, self.seed))
+            group = self._tails.get(tail_key)
+            if group is not None and group.tail != tail:  # another tail with the same 64-bit hash: not kept
+                return None
             if group is None:
-                group = self._tails[(dialect, tail)] = _Tail(tail)
+                group = self._tails[tail_key] = _Tail(tail)
                 lengths = self._lengths.setdefault(dialect, {})
                 lengths[len(tail)] = lengths.get(len(tail), 0) + 1
             entry.tail = group.tail  # one bytes object per tail, whatever the number of sessions sharing it
             self._serial += 1
             entry.key = (dialect, self._serial)
             self._entries[entry.key] = entry
-            for m in entry.marks:
-                group.at.setdefault(m.offset, []).append((entry, m))
+            group.add(entry)
             self._weight += entry.weight
             while self._entries and (len(self._entries) > self.max_entries or self._weight > self.max_weight):
                 self._drop(next(iter(self._entries)))
@@ -473,18 +488,13 @@ class PrefixCache:
             return
         self._weight -= entry.weight
         dialect = k[0]
-        group = self._tails.get((dialect, entry.tail))
+        tail_key = (dialect, len(entry.tail), xxhash.xxh3_64_intdigest(entry.tail, self.seed))
+        group = self._tails.get(tail_key)
         if group is None:
             return
-        for m in entry.marks:
-            found = group.at.get(m.offset)
-            if found is None:
-                continue
-            found[:] = [(e, x) for e, x in found if e is not entry]
-            if not found:
-                del group.at[m.offset]
+        group.remove(entry)
         if not group.at:
-            del self._tails[(dialect, entry.tail)]
+            del self._tails[tail_key]
             lengths = self._lengths[dialect]
             lengths[len(entry.tail)] -= 1
             if not lengths[len(entry.tail)]:
