@@ -36,20 +36,6 @@ def _split(base: bytes, key: str) -> tuple[bytes, bytes, list[dict]]:
     return base[: len(base) - len(tail)], tail, body[key]
 
 
-def _unmark(m: dict) -> dict:
-    content = m.get("content")
-    if not isinstance(content, list) or not any(isinstance(b, dict) and "cache_control" in b for b in content):
-        return m
-    return {**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in content]}
-
-
-def _mark(m: dict) -> dict:
-    content = m["content"]
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    return {**m, "content": [*content[:-1], {**content[-1], "cache_control": {"type": "ephemeral"}}]}
-
-
 @dataclass
 class History:
     """One session's history, spliced as bytes: ``head`` (up to the end of its last item but one), its last
@@ -66,7 +52,7 @@ class History:
         last message)."""
         items = [self.last, *new]
         if self.dialect == "messages":
-            items[-1] = _mark(items[-1])
+            items[-1] = bodies._marked(items[-1])
         return self.head + b"," + b",".join(orjson.dumps(x) for x in items) + self.tail
 
 
@@ -93,7 +79,7 @@ class Histories:
             base = build(self.size)
             if self.dialect == "messages":
                 obj = orjson.loads(base)
-                obj[key] = [_unmark(m) for m in obj[key]]
+                obj[key] = [bodies._unmarked(m) for m in obj[key]]
                 base = orjson.dumps(obj)
             self._base = _split(base, key)
         head, tail, items = self._base
