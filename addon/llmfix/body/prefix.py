@@ -160,6 +160,11 @@ def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
             continue
         if orjson.dumps(key) in rest:
             return None
+        try:  # the same bytes as the members written compactly: certain without parsing them again
+            if rest[1:].rstrip() == orjson.dumps(want)[1:]:
+                return e
+        except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): parse
+            pass
         try:
             got = _loads(b"{" + rest[1:])
         except ValueError:
