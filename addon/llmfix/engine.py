@@ -17,7 +17,7 @@ from typing import Any, Literal
 from llmfix.body import codec, media
 from llmfix.body.conversation import BadBody, Conversation, loads, parse, serialize, typed
 from llmfix.body.haystack import Searchable, haystack
-from llmfix.body.prefix import Answers, Entry, Hit, PrefixCache, answers_for, split
+from llmfix.body.prefix import Answers, Entry, Hit, PrefixCache, answers_for, between, split
 from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
@@ -204,8 +204,14 @@ def _process(req: Request, settings: Settings) -> Outcome:
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.
     verdict_key = (resolved.profile, conv.model, resolved.modalities, tuple(r.name for r in todo), server_state)
     start, prior = _prior(hit, verdict_key)
-    if new is not None and start < len(conv.items) - len(new):  # no verdict for the known items: check them all
-        conv = _whole(req.dialect, data)
+    if hit is not None and new is not None and start < hit.count:
+        # the newest verdict is for fewer items than the body continues (Claude Code: the mark before its last
+        # message): the known items after it are parsed from their own bytes; none at all, every item
+        known = _known(req.dialect, data, hit, start) if prior is not None else None
+        if known is None:
+            conv = _whole(req.dialect, data)
+        else:
+            conv.items[start : hit.count] = known
     states, sure, verdicts = _settle(todo, conv.items, start, prior, hit, kept, ctx, verdict_key)
     n = len(conv.items)
     record = verdicts[n].observed if states is not None and n in verdicts else None
@@ -318,6 +324,19 @@ def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit:
         kept = cache.keep(str(dialect), data, len(data) - len(entry.tail), len(items), hit.new, hit.count, entry.top,
                           answers, hit)
     return conv, hit.new, kept
+
+
+def _known(dialect: Dialect, data: bytes, hit: Hit, start: int) -> list[Any] | None:
+    """The typed items ``start`` to ``hit.count`` of a body that continues a kept one, from the bytes between
+    the entry's mark for ``start`` items and the hit's (both inside the prefix the digest vouched for); None
+    when the entry has no such mark."""
+    mark = next((m for m in hit.entry.marks if m.count == start), None)
+    if mark is None or mark.offset > hit.offset:
+        return None
+    raw = between(data, mark.offset, hit.offset)
+    if raw is None or len(raw) != hit.count - start:
+        return None
+    return typed(dialect, raw, start)
 
 
 def _whole(dialect: Dialect, data: bytes) -> Conversation:

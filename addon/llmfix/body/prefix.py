@@ -174,7 +174,7 @@ def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
     return None
 
 
-def _middle(data: bytes, offset: int, end: int) -> list[Any] | None:
+def between(data: bytes, offset: int, end: int) -> list[Any] | None:
     """The items between a mark at ``offset`` and the array's end at ``end``: [] when there are none, None when
     the bytes there are not ``,`` + complete JSON values."""
     middle = data[offset:end].strip()
@@ -408,7 +408,7 @@ class PrefixCache:
             for entry, mark in tuple(found):  # a copy: another thread may change it meanwhile
                 if digest != mark.digest:
                     continue
-                new = _middle(data, offset, end)
+                new = between(data, offset, end)
                 if new is None:
                     break  # the same prefix for every entry here: the bytes after it are what fails
                 return Hit(entry, mark.count, offset, new, hasher)

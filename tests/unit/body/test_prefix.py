@@ -486,10 +486,14 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
     real_settle = settled.settle
     monkeypatch.setattr(settled, "settle", lambda todo, states, items, start, ctx: starts.append(
         (len(items), start)) or real_settle(todo, states, items, start, ctx))
+    parsed: list[int] = []  # bodies parsed whole (the known items needed after all)
+    real_whole = engine._whole
+    monkeypatch.setattr(engine, "_whole", lambda dialect, data: parsed.append(len(data)) or real_whole(dialect, data))
     cache = PrefixCache()
     fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, cache, tmp_path)
     assert fast == whole and [s for s, *_ in fast] == ["untouched"] * 3
     assert cache.hits == 2 and ran[1:] == [0, 0]  # both later turns: every repair certain, none run
+    assert parsed == []  # the item between the verdict and the mark is parsed from its own bytes
     # each later turn continues the verdict of the turn before's prefix: it checks its last turn, not all
     n = len(body["messages"])
     assert min(start for size, start in starts if size > n) >= n - 1
