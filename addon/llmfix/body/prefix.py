@@ -47,9 +47,11 @@ The cache is bounded by entry count and by their estimated weight, shared by eve
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +72,9 @@ BACK = 4
 """Marks kept per entry (the newest), and how many of a body's own last items are given one."""
 PROBE = 16
 """Bytes before a mark compared before its digest is computed."""
+WALK = 512
+"""Steps of the walk back from a body's end to the mark it continues (each a mark tried or a stretch of bytes
+skipped); a mark further back is not found (the body is parsed whole, as a first sight)."""
 PER_ITEM = 160
 """Weight per item of a kept session: the call ids its checks carry (two or three sets of them)."""
 
@@ -290,14 +295,17 @@ class _Tail:
     """The marks of the kept entries that share one tail, by offset and probe (sessions of one client may
     have marks at the same offsets: the probe tells them apart before any digest is computed)."""
 
-    __slots__ = ("at", "tail")
+    __slots__ = ("at", "offsets", "tail")
 
     def __init__(self, tail: bytes) -> None:
         self.tail = tail
         self.at: dict[int, dict[bytes, list[tuple[Entry, Mark]]]] = {}
+        self.offsets: list[int] = []  # the keys of ``at``, ascending
 
     def add(self, entry: Entry) -> None:
         for m in entry.marks:
+            if m.offset not in self.at:
+                bisect.insort(self.offsets, m.offset)
             self.at.setdefault(m.offset, {}).setdefault(m.probe, []).append((entry, m))
 
     def remove(self, entry: Entry) -> None:
@@ -311,6 +319,33 @@ class _Tail:
                 del probes[m.probe]
                 if not probes:
                     del self.at[m.offset]
+                    i = bisect.bisect_left(self.offsets, m.offset)
+                    if i < len(self.offsets) and self.offsets[i] == m.offset:
+                        del self.offsets[i]
+
+    def candidates(self, data: bytes, end: int) -> Iterator[int]:
+        """The offsets of marks ``data`` may continue, from its array's end backwards: those right after a
+        ``}`` (every item is an object). The walk alternates between the sorted offsets and the body's bytes
+        (``rfind``, C speed), so it costs what lies between the end and the mark found — the new items, or
+        the other sessions' marks there, whichever is fewer — and gives up after :data:`WALK` steps."""
+        offsets = self.offsets
+        pos = end
+        for _ in range(WALK):
+            i = bisect.bisect_right(offsets, pos)
+            try:
+                o = offsets[i - 1] if i else 0
+            except IndexError:  # another thread removed marks meanwhile: a miss is always safe
+                return
+            if o == 0:
+                return
+            if o >= 1 and data[o - 1] == 0x7D:  # "}"
+                yield o
+                pos = o - 1
+                continue
+            j = data.rfind(b"}", 0, o - 1)  # the next "}" before o: offsets between cannot follow one
+            if j < 0:
+                return
+            pos = j + 1
 
 
 class PrefixCache:
@@ -384,20 +419,8 @@ class PrefixCache:
     def _at_marks(self, data: bytes, group: _Tail, end: int) -> Hit | None:
         """The newest mark of ``group`` that ``data`` (whose array ends at ``end``) continues."""
         at = group.at
-        offsets = sorted((o for o in list(at) if o <= end), reverse=True) if len(at) <= 32 else None
-        if offsets is None:  # many marks: walk back from the end over the ``}`` closing items
-            lowest = min(list(at), default=end + 1)
-            offsets = []
-            pos = end
-            while pos > lowest:
-                j = data.rfind(b"}", lowest - 1, pos)
-                if j < 0:
-                    break
-                if j + 1 in at:
-                    offsets.append(j + 1)
-                pos = j
         view = memoryview(data)
-        for offset in offsets:
+        for offset in group.candidates(data, end):
             probes = at.get(offset)
             found = probes.get(data[offset - PROBE : offset]) if probes is not None else None
             if not found:

@@ -497,3 +497,22 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
     # each later turn continues the verdict of the turn before's prefix: it checks its last turn, not all
     n = len(body["messages"])
     assert min(start for size, start in starts if size > n) >= n - 1
+
+
+def test_the_walk_to_a_mark_costs_what_is_new_not_what_other_sessions_hold() -> None:
+    """Shorter sessions of the same client (the same tail) keep marks everywhere before a long session's end:
+    the walk back from the long session's next turn tries only the marks after its own newest one."""
+    def body(turns: int, s: int = 0) -> bytes:
+        items = [{"role": "user", "content": f"session {s} turn {k}"} for k in range(turns)]
+        return compact({"model": "m", "messages": items, "tools": [{"name": "t"}]})
+
+    cache = PrefixCache(min_size=0)
+    for s in range(1, 200):
+        keep(cache, body(2 + s % 50, s))  # many sessions, shorter than the one below, with marks all over
+    keep(cache, body(60))
+    later = body(61)
+    (group,) = cache._tails.values()
+    tried = list(group.candidates(later, len(later) - len(group.tail)))
+    hit = cache.find("chat", later)
+    assert hit is not None and hit.count == 60
+    assert tried[0] == hit.offset  # the first mark tried is the one it continues
