@@ -134,7 +134,7 @@ def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.
 
 
 
-@pytest.mark.parametrize("host", ["openai", "xai", "anthropic"])
+@pytest.mark.parametrize("host", list(HOSTS))
 @pytest.mark.parametrize("dialect", list(CONVERSATIONS))
 @BUDGET
 @given(data=st.data())
