@@ -33,7 +33,7 @@ from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
 from tests.property.test_promises import Tick
 
-MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat", "mark_moved")
+MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat", "mark_moved", "flip_id")
 
 
 def mutate(raw: bytes, kind: str, key: str, before: int = 0) -> bytes:
@@ -42,6 +42,12 @@ def mutate(raw: bytes, kind: str, key: str, before: int = 0) -> bytes:
     cache_control breakpoint: an Anthropic block gains the marker, another item its text)."""
     if kind == "none" or kind == "repeat":
         return raw
+    if kind == "flip_id":  # one byte of the first call id changed: the same length, the same bytes near the end
+        at = raw.find(b'_id":"')
+        if at < 0 or not raw[at + 6 : at + 7].isalnum():
+            return raw
+        at += 6
+        return raw[:at] + (b"Q" if raw[at : at + 1] != b"Q" else b"R") + raw[at + 1 :]
     body = orjson.loads(raw)
     items = body[key] if isinstance(body.get(key), list) else []
     if kind == "mark_moved" and 0 < before <= len(items):
