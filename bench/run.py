@@ -65,6 +65,8 @@ for p in (str(ROOT / "addon"), str(ROOT), str(BENCH)):
 
 import bodies  # noqa: E402
 import orjson  # noqa: E402
+import team  # noqa: E402
+import workloads  # noqa: E402
 from client import Conn, Req  # noqa: E402
 
 FIX_SCRIPT = ROOT / "addon" / "fix.py"
@@ -75,7 +77,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 MS = 1e3
 CELLS = ("get", "nonllm", "chat2k", "codex200k", "img10m", "codeximg10m", "repair10m", "sse", "concurrent",
          "rss_200k_repair", "rss_10m_new_ids")
-IN_PROCESS = ("pipeline", "stall", "store", "hist_engine")  # run after the proxies have stopped
+IN_PROCESS = ("pipeline", "stall", "store", "hist_engine", "team_engine")  # run after the proxies have stopped
 # the history-size sweep (issue 15): one request cell per dialect and size, plus image-heavy bodies
 SWEEP_SIZES = ("2k", "200k", "1m", "5m")
 SWEEP_IMAGES = ("img2m", "img10m3")  # Codex history + three view_image outputs, 2 MB and 10 MB in all
@@ -83,6 +85,11 @@ SWEEP = tuple(f"hist_{d}_{s}" for d in ("responses", "messages", "chat") for s i
     f"hist_{i}" for i in SWEEP_IMAGES)
 GROUPS = {"sweep": SWEEP, "sweep_quick": ("hist_responses_200k", "hist_responses_1m", "hist_messages_1m",
                                           "hist_chat_1m", "hist_img10m3")}
+# a team's proxy: many interleaved sessions, edited tails, first sights (bench/workloads.py)
+TEAM = tuple(workloads.TEAM)
+TEAM_GROUPS = {"team": TEAM, "team_many": tuple(k for k in TEAM if k.startswith("team_")),
+               "team_edit": tuple(k for k in TEAM if k.startswith("edit_")),
+               "team_first": tuple(k for k in TEAM if k.startswith("first_"))}
 
 
 # ------------------------------------------------------------------------------------------- modes
@@ -326,6 +333,8 @@ class Bench:
         self.notes: list[str] = []
         self.sweep: list[dict[str, Any]] = []  # the history-size sweep's rows
         self.hist_engine: dict[str, Any] = {}
+        self.team: list[dict[str, Any]] = []  # the team workloads' rows (bench/team.py)
+        self.team_engine: dict[str, Any] = {}
 
     def log(self, msg: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -960,7 +969,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", metavar="CELLS",
                     help="run only these cells (comma-separated): " + ", ".join((*CELLS, *IN_PROCESS)) +
                          ";\nthe history sweep: " + ", ".join(SWEEP) + "\n(groups: sweep = all of them and "
-                         "hist_engine, sweep_quick = five of them)")
+                         "hist_engine, sweep_quick = five of them);\na team's proxy: " + ", ".join(TEAM) +
+                         "\n(groups: team = all of them and team_engine; team_many, team_edit, team_first)")
     ap.add_argument("--addon", type=Path, default=ROOT / "addon", metavar="DIR",
                     help="the addon directory to measure (default: addon/); point it at a scratch copy\n"
                          "with a proposed change to measure it against bare mitmdump the same way")
@@ -972,7 +982,10 @@ def main(argv: list[str] | None = None) -> int:
     for group, members in GROUPS.items():
         if group in only:
             only = (only - {group}) | set(members) | {"hist_engine"}
-    unknown = only - {*CELLS, *IN_PROCESS, *SWEEP}
+    for group, members in TEAM_GROUPS.items():
+        if group in only:
+            only = (only - {group}) | set(members) | {"team_engine"}
+    unknown = only - {*CELLS, *IN_PROCESS, *SWEEP, *TEAM}
     if unknown:
         ap.error(f"unknown cell(s) {sorted(unknown)}")
 
@@ -1000,7 +1013,7 @@ def main(argv: list[str] | None = None) -> int:
     b = Bench(plan, proxies, tmp, frozenset(filter(None, args.profile.split(","))))
     try:
         with upstream() as up_port:
-            if any(want(c) for c in (*CELLS, *SWEEP)):
+            if any(want(c) for c in (*CELLS, *SWEEP, *TEAM)):
                 proxies.update(start_proxies(tmp, up_port))
             if want("rss_200k_repair"):  # first: peak RSS of fresh proxies, before any 10 MB body
                 b.rss_cell()
@@ -1035,6 +1048,9 @@ def main(argv: list[str] | None = None) -> int:
             sweep = sweep_bodies(tuple(c for c in SWEEP if want(c)))
             for key, (dialect, host, body, items, what) in sweep.items():
                 b.sweep_cell(key, dialect, host, body, items, what)
+            for key in TEAM:
+                if want(key):
+                    team.cell(b, key, quick=args.quick)
             b.raw["status_at_end"] = {lb: p.status() for lb, p in proxies.items()}
             for lb in proxies:
                 if not proxies[lb].running:
@@ -1063,6 +1079,8 @@ def main(argv: list[str] | None = None) -> int:
         })
     if want("store"):
         b.store_cell()
+    if want("team_engine"):
+        team.engine_cell(b, tuple(k for k in TEAM if not only or k in only) or TEAM, quick=args.quick)
     if want("hist_engine"):
         engine_bodies = sweep_bodies(SWEEP if not only or not (only & set(SWEEP)) else tuple(only & set(SWEEP)))
         b.hist_engine_cell({k: (d, h, body, n) for k, (d, h, body, n, _w) in engine_bodies.items()})
@@ -1097,6 +1115,8 @@ def main(argv: list[str] | None = None) -> int:
                "counted (*n*: requests counted; bytes/items: the history's). Bodies under 16 KB are parsed whole "
                "every time (nothing to set apart).",
                "", sweep_md]
+    if team_md := team.table(b):
+        md += ["", team.HEADER, "", team_md]
     if b.notes:
         md += ["", "Notes:", *(f"- {n}" for n in b.notes)]
     missed = [r.cell for r in b.rows if r.met is False]
@@ -1109,7 +1129,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"{stem}.json").write_text(json.dumps({
         "mode": "quick" if args.quick else "full", "started": started, "duration_s": duration, "machine": info,
         "plan": asdict(plan), "rows": [{**asdict(r), "ratio": r.ratio, "met": r.met} for r in b.rows],
-        "notes": b.notes, "sweep": b.sweep, "raw": b.raw}, indent=1, default=str))
+        "notes": b.notes, "sweep": b.sweep, "team": b.team, "raw": b.raw}, indent=1, default=str))
     print(f"\n[bench] wrote {args.out / stem}.json and .md", file=sys.stderr)
     return 0
 

@@ -33,7 +33,7 @@ from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
 from tests.property.test_promises import Tick
 
-MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat", "mark_moved")
+MUTATIONS = ("none", "edit_old", "change_top", "bad_new", "truncate", "repeat", "mark_moved", "flip_id")
 
 
 def mutate(raw: bytes, kind: str, key: str, before: int = 0) -> bytes:
@@ -42,6 +42,12 @@ def mutate(raw: bytes, kind: str, key: str, before: int = 0) -> bytes:
     cache_control breakpoint: an Anthropic block gains the marker, another item its text)."""
     if kind == "none" or kind == "repeat":
         return raw
+    if kind == "flip_id":  # one byte of the first call id changed: the same length, the same bytes near the end
+        at = raw.find(b'_id":"')
+        if at < 0 or not raw[at + 6 : at + 7].isalnum():
+            return raw
+        at += 6
+        return raw[:at] + (b"Q" if raw[at : at + 1] != b"Q" else b"R") + raw[at + 1 :]
     body = orjson.loads(raw)
     items = body[key] if isinstance(body.get(key), list) else []
     if kind == "mark_moved" and 0 < before <= len(items):
@@ -70,7 +76,7 @@ class Cache(PrefixCache):
 
     def find(self, dialect: str, data: bytes) -> Hit | None:
         hit = super().find(dialect, data)
-        if hit is not None and hit.count < len(hit.entry.raw):
+        if hit is not None and hit.edited:
             self.marked += 1
         return hit
 
@@ -132,3 +138,44 @@ def test_fast_path_answers_as_the_whole_parse(dialect: str, host: str, data: st.
         fast.memory.close()
         whole.memory.close()
 
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+@pytest.mark.parametrize("dialect", list(CONVERSATIONS))
+@BUDGET
+@given(data=st.data())
+def test_interleaved_edited_and_restarted_sessions_answer_as_the_whole_parse(dialect: str, host: str,
+                                                                             data: st.DataObject) -> None:
+    """A team's proxy: several sessions (valid or broken) at once, their turns interleaved, some turns
+    regenerated (the last turn replaced by another), some mutated as above, llmfix restarted now and then
+    (its cache empty, its memory kept), and a cache that may hold fewer sessions than there are: every
+    answer is the whole path's, and sessions that continue are recognised."""
+    sessions = [valid_or_broken(data, dialect, host)[1] for _ in range(data.draw(st.integers(2, 4), label="sessions"))]
+    order = data.draw(st.permutations([s for s, c in enumerate(sessions) for _ in c.chunks]), label="order")
+    cache = Cache(min_size=0, max_entries=data.draw(st.sampled_from([1, 2, 1024]), label="max entries"))
+    fast = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=cache)
+    whole = Settings(memory=Recall(SqliteStore(":memory:")), window=MediaWindow(0.0, clock=Tick()), prefix=None)
+    name = HOSTS[host].name
+    sent = [0] * len(sessions)
+    try:
+        for step, s in enumerate(order):
+            conv = sessions[s]
+            sent[s] += 1
+            turns = sent[s]
+            kind = data.draw(st.sampled_from((*MUTATIONS, "regenerate", "restart")), label=f"step {step}")
+            if kind == "restart":
+                cache.clear()
+            if kind == "regenerate" and turns >= 2:  # the turn before replaced by this one (a retried turn)
+                body = conv.body(turns - 2)
+                body[conv.key] = body[conv.key] + conv.chunks[turns - 1]
+                raw = orjson.dumps(body)
+            else:
+                raw = mutate(conv.raw(turns), kind, conv.key, len(conv.body(turns - 1)[conv.key]))
+            flow = f"s{s}.t{turns}"
+            got = answer(fast, dialect, name, raw, flow)
+            assert got == answer(whole, dialect, name, raw, flow), f"step {step}: session {s} turn {turns} ({kind})"
+        event(f"recognised: {'some' if cache.hits else 'none'}")
+        event(f"found from an earlier mark: {'some' if cache.marked else 'none'}")
+    finally:
+        fast.memory.close()
+        whole.memory.close()

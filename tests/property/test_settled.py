@@ -62,6 +62,19 @@ def test_a_certain_chain_means_no_repair_changes_anything(dialect: str, host: st
             break
         states, start = got, end
     event(f"{'broken' if broken else 'valid'}: {'certain' if sure else 'unsure'}")
+    for repair in todo:  # each check on its own: certain means its repair changes nothing in the items as sent
+        state, at, own = None, 0, True
+        for end in ends:
+            got, _n = settled.settle([repair], None if state is None else (state,), items[:end], at, ctx)
+            if got is None:
+                own = False
+                break
+            state, at = got[0], end
+        if own:
+            apply = pair_tool_calls.full if repair.name == pair_tool_calls.NAME else repair.apply
+            _out, changes = apply(items, ctx)
+            lines = [c.line() for c in changes]
+            assert changes == [], f"{repair.name}'s own check is certain, the repair changes: {lines}"
     if sure:
         for repair in todo:
             # pair-tool-calls' apply starts with the very check its extend continues: judge it by its full passes

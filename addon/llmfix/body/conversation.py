@@ -90,13 +90,6 @@ def parse(dialect: Dialect, body: Any) -> Conversation | None:
     return Conversation(dialect, body, typed(dialect, raw))
 
 
-def parse_appended(dialect: Dialect, body: dict[str, Any], old: list[Any], new: list[Any]) -> Conversation:
-    """The conversation of ``body`` whose message array is ``old`` (typed, from an earlier request with the
-    same bytes, see :mod:`llmfix.body.prefix`) followed by the raw items ``new``: only ``new`` is validated,
-    and a bad one raises :class:`BadBody` naming its index in the whole array, as :func:`parse` would."""
-    return Conversation(dialect, body, old + typed(dialect, new, len(old)))
-
-
 def typed(dialect: Dialect, raw: list[Any], offset: int = 0) -> list[Any]:
     """``raw`` items validated as ``dialect``'s messages; :class:`BadBody` names the first bad one, counting
     from ``offset``."""

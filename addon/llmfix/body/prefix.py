@@ -1,81 +1,103 @@
-"""Recognising a request that is an earlier request plus new items, so only the new items are parsed.
+"""Recognising a request that is an earlier request's first items plus new ones, so only the new items are parsed.
 
 Why: an agent session (Codex, Claude Code, Droid, opencode) resends its whole history on every turn, and
-request N+1 is request N with a few items appended to its message array (``input`` / ``messages``). Parsing
-and type-validating megabytes of history that llmfix validated a moment ago was most of its cost on the
-requests that need no repair (~10 ms of CPU per MB of history, on every turn, when measured).
+request N+1 is request N with a few items appended to its message array (``input`` / ``messages``), or
+with its last items changed and new ones after them. Parsing and type-validating megabytes of history
+that llmfix validated a moment ago was most of its cost on the requests that need no repair (~10 ms of CPU
+per MB of history, on every turn, when measured). A proxy serves many sessions at once (a team's, one
+instance of a fleet), so what is kept per session must be small: not the body, not its parse.
 
-What is certain, and how it is checked. For a body P that parsed into a valid conversation, :func:`split`
-finds ``e``, the offset of the ``]`` that closes P's message array, and keeps ``head = P[:e]`` (without
-the whitespace before the ``]``) and ``tail = P[e:]`` (the ``]``, the top-level members after the array,
-the final ``}``). A later body B is an append of P when ``B.startswith(head)``, ``B.endswith(tail)`` and
-the bytes between, ``X``, are empty or ``,`` + a list of complete JSON values (``b"[" + X[1:] + b"]"``
-parses, with the parser of the whole path). Then B parses
-to P's object with those values appended to the message array, and nothing else differs: the bytes
-before the array's end and after it are P's own, and ``X`` only adds elements to the open array.
+What is kept (an :class:`Entry`, one per session, replaced by the session's next request): *marks*, each
+``(offset, count, digest, probe)`` — the bytes ``P[:offset]`` of the body P hold exactly the first
+``count`` items of its message array, ``digest`` is their 128-bit XXH3 hash (seeded per cache), ``probe``
+the 16 bytes before ``offset``; the ``tail`` (from the ``]`` closing the array to the end); the top-level
+members besides the array (parsed: the model, server state); the needle answers; the verdicts of the
+certain checks (``repairs/settled.py``). Its weight grows with the session's item count (the ids the
+checks carry), not with its bytes.
 
-``e`` itself is found from P's parsed object, never guessed: the tail must parse (as ``{`` + its
-members) to exactly P's members after the message array, which puts ``e`` at the end of a top-level
-member (a ``]`` inside a string or a nested value leaves the tail unbalanced); among the candidates the
-leftmost one is taken, and P is not kept when a top-level member before the array is itself an array or
-the tail names the array's key (the only ways a duplicate top-level key could make that member another
-one). A body whose tail is not found is simply not kept: the full path handles it, as before.
+What is certain, and how it is checked. A later body B is an append of P at a mark when ``B`` ends with
+P's tail, ``B[:offset]`` has the mark's digest, and the bytes between, ``X``, are empty or ``,`` + a list of
+complete JSON values (``b"[" + X[1:] + b"]"`` parses, with the parser of the whole path). Then B parses to
+P's object with its first ``count`` items followed by those values, and nothing else differs: the bytes
+before the mark are P's own (a different prefix with the same 128-bit digest is a 2^-128 accident; the
+seed is random, so it cannot be aimed at), the bytes after the array are P's own, and ``X`` only adds
+elements to the open array.
 
-Not only the end of P's array: a client may also change P's last items on the next turn. Claude Code
-puts its one ``cache_control`` breakpoint on the last block of the last message, so on every turn the
-message that was last loses it (opencode marks the last two messages): request N + 1 is request N up to
-one of its last items, then new items. So an entry keeps *marks*, ``(offset, count)``: the bytes
-``P[:offset]`` hold exactly the first ``count`` items of P's array. The end of the array is one; P's own
-last few items are given marks when they can be located exactly — when the bytes right before the
-array's end are ``,`` + their compact JSON (``orjson.dumps`` of each parsed item, compared byte for byte:
-a client that writes them otherwise just gets no mark) — and the marks an entry was found from carry over
-to its successor (their bytes are the successor's). B is ``P[:offset]`` + ``,`` + complete values + the
-tail, checked as above, for the newest mark that fits; B's items are P's first ``count`` items, then those
-values. An edited or removed item before every mark, or any other change, is a miss as before.
+Where marks are. The end of P's array is one: ``head`` is the ``]``'s offset without the whitespace before
+it, found from P's parsed object (:func:`split`), never guessed. The end of each of P's last :data:`BACK`
+items is one when it can be located exactly — the bytes right before it are ``,`` + the item's compact
+JSON (``orjson.dumps`` of the parsed item, compared byte for byte: a client that writes its items
+otherwise gets no mark for them) — so that a client that changes its last items on the next turn is
+still recognised: Claude Code moves its one ``cache_control`` breakpoint to the new last message every
+turn (opencode marks the last two), and a retried or regenerated turn replaces the last items. Marks an
+entry was found from carry over to its successor (their bytes are the successor's). Only the newest
+:data:`MAX_MARKS` are kept.
+
+Finding the mark of a body without trying every session's: the candidates are indexed by tail and offset.
+For each distinct tail length the body's own tail is looked up (a dict of bytes); then the offsets of that
+tail's marks are tried from the body's end backwards, at the ``}`` that end its items, so a hit at the
+newest mark costs what the new items hold, whatever the number of sessions; the first one whose probe and
+digest match is the newest mark that fits (the longest known prefix).
 
 The byte questions asked before parsing (``needle in body``, which repairs could apply) are answered from
 P's answers and B's new bytes alone (:class:`Answers`).
 
-The cache holds a few recent bodies (bounded by count and bytes), shared by every flow and thread.
+The cache is bounded by entry count and by their estimated weight, shared by every flow and thread.
 """
 
 from __future__ import annotations
 
+import bisect
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import pydantic_core
+import xxhash
 
 from llmfix.body.haystack import Searchable, find_outside_payloads, haystack
 
-MAX_ENTRIES = 16
-MAX_BYTES = 48 * 1024 * 1024
-"""Memory the kept bodies may hold, counted as twice their raw size (the bytes, and the parsed strings:
-what dominates, base64 images and tool outputs, is held once in each). A body over a quarter of this is
-not kept; a session's entry is replaced by its next request's, so a few concurrent sessions fit."""
+MAX_ENTRIES = 1024
+MAX_WEIGHT = 96 * 1024 * 1024
+"""What the entries may hold, estimated (:func:`weight`): a session of 1 MB and ~1,000 items weighs ~0.2 MB."""
 MIN_SIZE = 16 * 1024
 """Smaller bodies parse in well under a millisecond: not worth a cache entry."""
-
 
 MAX_MARKS = 8
 BACK = 4
 """Marks kept per entry (the newest), and how many of a body's own last items are given one."""
+PROBE = 16
+"""Bytes before a mark compared before its digest is computed."""
+WALK = 512
+"""Steps of the walk back from a body's end to the mark it continues (each a mark tried or a stretch of bytes
+skipped); a mark further back is not found (the body is parsed whole, as a first sight)."""
+PER_ITEM = 160
+"""Weight per item of a kept session: the call ids its checks carry (two or three sets of them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    offset: int  # ``data[:offset]`` holds the array's first ``count`` items
+    count: int
+    digest: bytes  # XXH3-128 of ``data[:offset]``
+    probe: bytes  # ``data[offset - PROBE : offset]``
 
 
 @dataclass(slots=True)
 class Entry:
-    data: bytes  # the body
-    marks: tuple[tuple[int, int], ...]  # (offset, count): ``data[:offset]`` holds the array's first count items
+    marks: tuple[Mark, ...]
     tail: bytes  # from the ] closing the message array to the end
-    body: dict[str, Any]  # the parsed top-level object (its message array: ``raw``)
-    raw: list[Any]  # the message array as parsed JSON
-    items: list[Any]  # the same, typed (frozen wire models)
-    size: int  # what it counts against MAX_BYTES: twice the body's length
+    length: int  # the body's length
+    count: int  # items in its message array
+    top: dict[str, Any]  # the top-level members besides the message array, parsed (shared along a session)
     answers: dict[bytes, int]  # where each needle asked of this body first occurs, -1: nowhere (:class:`Answers`)
     verdicts: dict[int, Any]  # item count → a ``repairs.settled.Verdict`` for the first count items
+    weight: int = 0
+    key: tuple[str, int] = ("", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +106,12 @@ class Hit:
     count: int  # how many of the entry's items the body starts with
     offset: int  # where in the body they end
     new: list[Any]  # the items after them, parsed JSON (not yet typed)
+    hasher: Any = None  # an XXH3 state fed with ``data[:offset]`` (the next marks' digests continue it)
 
     @property
     def edited(self) -> bool:
-        """Whether the body changed some of the entry's last items (found from a mark before the array's end):
-        a client that does so (Claude Code, opencode) is worth marks and verdicts before its own last items."""
-        return self.count < len(self.entry.raw)
+        """Whether the body changed some of the entry's last items (found from a mark before the array's end)."""
+        return self.count < self.entry.count
 
 
 def _loads(data: bytes) -> Any:
@@ -120,7 +142,13 @@ def _tail_candidates(data: bytes, first_tail_key: str | None) -> list[int]:
 
 
 def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
-    """The offset of the ``]`` closing ``body[key]`` in ``data`` (see the module docstring), or None."""
+    """The offset of the ``]`` closing ``body[key]`` in ``data`` (see the module docstring), or None.
+
+    ``e`` must be the end of a top-level member: the tail must parse (as ``{`` + its members) to exactly
+    the body's members after the array (a ``]`` inside a string or a nested value leaves it unbalanced);
+    among the candidates the leftmost is taken, and none is given when a member before the array is itself
+    an array or the tail names the array's key (the only ways a duplicate top-level key could make that
+    member another one)."""
     keys = list(body)
     if key not in body or not isinstance(body[key], list) or not body[key]:
         return None
@@ -137,6 +165,11 @@ def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
             continue
         if orjson.dumps(key) in rest:
             return None
+        try:  # the same bytes as the members written compactly: certain without parsing them again
+            if rest[1:].rstrip() == orjson.dumps(want)[1:]:
+                return e
+        except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): parse
+            pass
         try:
             got = _loads(b"{" + rest[1:])
         except ValueError:
@@ -146,38 +179,32 @@ def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
     return None
 
 
-def appended(data: bytes, entry: Entry) -> tuple[int, int, list[Any]] | None:
-    """``(count, offset, items)`` when ``data`` is the entry's first ``count`` items (ending at ``offset``)
-    followed by ``items``, for the newest mark that fits; None when it is no such append."""
-    t = len(entry.tail)
-    if not data.endswith(entry.tail):
+def between(data: bytes, offset: int, end: int) -> list[Any] | None:
+    """The items between a mark at ``offset`` and the array's end at ``end``: [] when there are none, None when
+    the bytes there are not ``,`` + complete JSON values."""
+    middle = data[offset:end].strip()
+    if not middle:
+        return []
+    if not middle.startswith(b","):
         return None
-    view = memoryview(entry.data)
-    for offset, count in reversed(entry.marks):
-        if len(data) < offset + t or not data.startswith(view[:offset]):
-            continue
-        middle = data[offset : len(data) - t].strip()
-        if not middle:
-            return count, offset, []
-        if not middle.startswith(b","):
-            continue
-        try:
-            new = _loads(b"[" + middle[1:] + b"]")
-        except ValueError:
-            continue
-        if isinstance(new, list) and new:  # a lone "," before the "]" is no value: invalid JSON, not an append
-            return count, offset, new
-    return None
+    try:
+        new = _loads(b"[" + middle[1:] + b"]")
+    except ValueError:
+        return None
+    # a lone "," before the "]" is no value: invalid JSON, not an append
+    return new if isinstance(new, list) and new else None
 
 
-def _own_marks(data: bytes, raw: list[Any], head: int, since: int) -> list[tuple[int, int]]:
-    """Marks for the last :data:`BACK` items of ``raw`` after the first ``since``: the offset where each one's
-    ``,`` starts, found by comparing the bytes before ``head`` with their compact JSON."""
+def _own_marks(data: bytes, raw: list[Any], first: int, head: int, since: int) -> list[tuple[int, int]]:
+    """``(offset, count)`` for the last :data:`BACK` items of the array after its first ``since``, where
+    ``raw`` are its items from index ``first`` on and ``head`` the end of the last one: the offset where
+    each one's ``,`` starts, found by comparing the bytes before ``head`` with their compact JSON."""
     out: list[tuple[int, int]] = []
     pos = head
-    for j in range(len(raw) - 1, max(since, len(raw) - BACK), -1):
+    n = first + len(raw)
+    for j in range(n - 1, max(since, n - BACK, first - 1), -1):
         try:
-            item = orjson.dumps(raw[j])
+            item = orjson.dumps(raw[j - first])
         except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): no mark
             break
         start = pos - len(item)
@@ -250,95 +277,253 @@ def answers_for(data: bytes, hit: Hit | None) -> Answers:
     if hit is None:
         return Answers(data)
     entry = hit.entry
-    return Answers(data, entry.answers, (hit.offset, len(data) - len(entry.tail), len(entry.data) - len(entry.tail)))
+    return Answers(data, entry.answers, (hit.offset, len(data) - len(entry.tail), entry.length - len(entry.tail)))
+
+
+def weight(tail: bytes, count: int, verdicts: dict[int, Any]) -> int:
+    """What an entry is counted as against :data:`MAX_WEIGHT`: its tail (the bytes and their parse), its
+    items' share of the checks' id sets, and the media its observation record holds whole."""
+    media = 0
+    for v in verdicts.values():
+        observed = getattr(v, "observed", None)
+        for r in getattr(observed, "media", ()):
+            media += sum(len(p.url or "") for p in r.pieces)
+    return 3 * len(tail) + PER_ITEM * count + media
+
+
+class _Tail:
+    """The marks of the kept entries that share one tail, by offset and probe (sessions of one client may
+    have marks at the same offsets: the probe tells them apart before any digest is computed)."""
+
+    __slots__ = ("at", "offsets", "tail")
+
+    def __init__(self, tail: bytes) -> None:
+        self.tail = tail
+        self.at: dict[int, dict[bytes, list[tuple[Entry, Mark]]]] = {}
+        self.offsets: list[int] = []  # the keys of ``at``, ascending
+
+    def add(self, entry: Entry) -> None:
+        for m in entry.marks:
+            if m.offset not in self.at:
+                bisect.insort(self.offsets, m.offset)
+            self.at.setdefault(m.offset, {}).setdefault(m.probe, []).append((entry, m))
+
+    def remove(self, entry: Entry) -> None:
+        for m in entry.marks:
+            probes = self.at.get(m.offset)
+            found = probes.get(m.probe) if probes is not None else None
+            if found is None:
+                continue
+            found[:] = [(e, x) for e, x in found if e is not entry]
+            if not found:
+                del probes[m.probe]
+                if not probes:
+                    del self.at[m.offset]
+                    i = bisect.bisect_left(self.offsets, m.offset)
+                    if i < len(self.offsets) and self.offsets[i] == m.offset:
+                        del self.offsets[i]
+
+    def candidates(self, data: bytes, end: int) -> Iterator[int]:
+        """The offsets of marks ``data`` may continue, from its array's end backwards: those right after a
+        ``}`` (every item is an object). The walk alternates between the sorted offsets and the body's bytes
+        (``rfind``, C speed), so it costs what lies between the end and the mark found — the new items, or
+        the other sessions' marks there, whichever is fewer — and gives up after :data:`WALK` steps."""
+        offsets = self.offsets
+        pos = end
+        for _ in range(WALK):
+            i = bisect.bisect_right(offsets, pos)
+            try:
+                o = offsets[i - 1] if i else 0
+            except IndexError:  # another thread removed marks meanwhile: a miss is always safe
+                return
+            if o == 0:
+                return
+            if o >= 1 and data[o - 1] == 0x7D:  # "}"
+                yield o
+                pos = o - 1
+                continue
+            j = data.rfind(b"}", 0, o - 1)  # the next "}" before o: offsets between cannot follow one
+            if j < 0:
+                return
+            pos = j + 1
 
 
 class PrefixCache:
-    """Recent valid bodies, per dialect; :meth:`find` recognises an append of one of them."""
+    """Small states of recent valid bodies, per dialect; :meth:`find` recognises a body that continues one."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES, min_size: int = MIN_SIZE) -> None:
-        self.max_entries, self.max_bytes, self.min_size = max_entries, max_bytes, min_size
+    def __init__(self, max_entries: int = MAX_ENTRIES, max_weight: int = MAX_WEIGHT, min_size: int = MIN_SIZE,
+                 seed: int | None = None) -> None:
+        self.max_entries, self.max_weight, self.min_size = max_entries, max_weight, min_size
+        self.seed = int.from_bytes(os.urandom(8)) if seed is None else seed
         self._entries: OrderedDict[tuple[str, int], Entry] = OrderedDict()
-        self._bytes = 0
+        self._tails: dict[tuple[str, int, int], _Tail] = {}  # (dialect, length, XXH3-64) of a tail → its marks
+        self._lengths: dict[str, dict[int, int]] = {}  # dialect → tail length → how many tails have it
+        self._weight = 0
         self._serial = 0
         self._lock = threading.Lock()
-        self._peeked = threading.local()  # this thread's last peek: (data, entry, what it appends), for find
+        self._peeked = threading.local()  # this thread's last peek: (data, hit), for find
         self.hits = self.misses = 0
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def weight(self) -> int:
+        return self._weight
+
+    def hasher(self) -> Any:
+        return xxhash.xxh3_128(seed=self.seed)
+
+    # -- finding --------------------------------------------------------------------------------
+
     def peek(self, dialect: str, data: bytes) -> Entry | None:
-        """The kept body ``data`` appends to, if any; unlike :meth:`find`, counts and changes nothing."""
-        if len(data) < self.min_size:
-            return None
-        with self._lock:
-            entries = [e for k, e in reversed(self._entries.items()) if k[0] == dialect]
-        for entry in entries:
-            found = appended(data, entry)
-            if found is not None:
-                self._peeked.last = (data, entry, found)  # find() on the same body need not look again
-                return entry
-        return None
+        """The kept entry ``data`` continues, if any; unlike :meth:`find`, counts and changes nothing."""
+        hit = self._look(dialect, data)
+        self._peeked.last = (data, hit)  # find() on the same body need not look again
+        return hit.entry if hit is not None else None
 
     def find(self, dialect: str, data: bytes) -> Hit | None:
-        if len(data) < self.min_size:
-            return None
-        with self._lock:
-            entries = [(k, e) for k, e in reversed(self._entries.items()) if k[0] == dialect]
         peeked = getattr(self._peeked, "last", None)
         self._peeked.last = None
-        for k, entry in entries:
-            found = peeked[2] if peeked is not None and peeked[0] is data and peeked[1] is entry else \
-                appended(data, entry)
-            if found is not None:
-                with self._lock:
-                    self.hits += 1
-                    self._drop(k)  # the session moved on: its next request replaces this entry
-                return Hit(entry, *found)
+        if peeked is not None and peeked[0] is data and (peeked[1] is None or peeked[1].entry.key in self._entries):
+            hit = peeked[1]
+        else:
+            hit = self._look(dialect, data)
         with self._lock:
-            self.misses += 1
+            if hit is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            if hit.count >= hit.entry.count - BACK and 2 * hit.count > hit.entry.count:
+                self._drop(hit.entry.key)  # the session moved on (not a new one that shares its first items)
+        return hit
+
+    def _look(self, dialect: str, data: bytes) -> Hit | None:
+        n = len(data)
+        if n < self.min_size:
+            return None
+        lengths = self._lengths.get(dialect)
+        if not lengths:
+            return None
+        for t in sorted(lengths, reverse=True):  # a copy: another thread may add one meanwhile
+            if t >= n:
+                continue
+            group = self._tails.get((dialect, t, xxhash.xxh3_64_intdigest(memoryview(data)[n - t :], self.seed)))
+            if group is None or not data.endswith(group.tail):
+                continue
+            hit = self._at_marks(data, group, n - t)
+            if hit is not None:
+                return hit
         return None
 
-    def keep(self, dialect: str, data: bytes, body: dict[str, Any], key: str, items: list[Any],
-             end: int | None = None, answers: dict[bytes, int] | None = None, hit: Hit | None = None
-             ) -> Entry | None:
-        """Remember ``data`` (parsed to ``body``, its ``body[key]`` typed as ``items``) for later appends.
-        ``end``: the array's closing offset when the caller knows it (an append of a kept body);
-        ``answers``: the needle answers given for ``data`` (:attr:`Answers.answers`, still filled in later);
-        ``hit``: the kept body ``data`` was found to extend (its marks and verdicts up to there carry over)."""
-        if len(data) < self.min_size or 2 * len(data) > self.max_bytes // 2:
+    def _at_marks(self, data: bytes, group: _Tail, end: int) -> Hit | None:
+        """The newest mark of ``group`` that ``data`` (whose array ends at ``end``) continues."""
+        at = group.at
+        view = memoryview(data)
+        for offset in group.candidates(data, end):
+            probes = at.get(offset)
+            found = probes.get(data[offset - PROBE : offset]) if probes is not None else None
+            if not found:
+                continue
+            hasher = self.hasher()
+            hasher.update(view[:offset])
+            digest = hasher.digest()
+            for entry, mark in tuple(found):  # a copy: another thread may change it meanwhile
+                if digest != mark.digest:
+                    continue
+                new = between(data, offset, end)
+                if new is None:
+                    break  # the same prefix for every entry here: the bytes after it are what fails
+                return Hit(entry, mark.count, offset, new, hasher)
+        return None
+
+    # -- keeping --------------------------------------------------------------------------------
+
+    def keep(self, dialect: str, data: bytes, end: int, count: int, raw: list[Any], first: int,
+             top: dict[str, Any], answers: dict[bytes, int] | None = None, hit: Hit | None = None) -> Entry | None:
+        """Remember ``data`` for the requests that continue it: its message array closes at ``end`` and holds
+        ``count`` items, of which ``raw`` are the parsed ones from index ``first`` on (the last of them may get
+        marks); ``top``: its top-level members besides the array; ``answers``: the needle answers given for it
+        (:attr:`Answers.answers`, still filled in later); ``hit``: the entry ``data`` was found to continue
+        (its marks and verdicts up to there carry over, and its hash state goes on)."""
+        if len(data) < self.min_size or count == 0:
             return None
-        if end is None:
-            end = split(data, body, key)
-            if end is None:
-                return None
         head = end
         while head and data[head - 1] in _SPACE:  # pretty JSON indents the ]
             head -= 1
-        raw = body[key]
         since = hit.count if hit is not None else 0
-        marks = [m for m in hit.entry.marks if m[1] <= since] if hit is not None else []
-        if hit is None or hit.edited:  # a client that appends byte for byte (Codex, Droid) never needs them
-            marks += _own_marks(data, raw, head, since)
-        if not marks or marks[-1][1] < len(raw):
-            marks.append((head, len(raw)))
+        carried = [m for m in hit.entry.marks if m.count <= since] if hit is not None else []
+        wanted = _own_marks(data, raw, first, head, since)
+        if not wanted or wanted[-1][1] < count:
+            wanted.append((head, count))
+        hasher = hit.hasher.copy() if hit is not None and hit.hasher is not None else self.hasher()
+        done = hit.offset if hit is not None and hit.hasher is not None else 0
+        view = memoryview(data)
+        marks = list(carried)
+        for offset, c in wanted:  # ascending: one pass of the hash over the body
+            if c <= since or offset < done:  # the mark it was found from is carried
+                continue
+            hasher.update(view[done:offset])
+            done = offset
+            marks.append(Mark(offset, c, hasher.digest(), data[offset - PROBE : offset]))
+        marks = marks[-MAX_MARKS:]
         verdicts = dict(sorted((c, v) for c, v in dict(hit.entry.verdicts).items() if c <= since)[-MAX_MARKS:]) \
             if hit is not None else {}  # a copy first: another flow may be adding to them meanwhile
-        entry = Entry(data, tuple(marks[-MAX_MARKS:]), data[end:], body, raw, items, 2 * len(data),
-                      answers if answers is not None else {}, verdicts)
+        tail = data[end:]
+        entry = Entry(tuple(marks), tail, len(data), count, top, answers if answers is not None else {}, verdicts)
+        entry.weight = weight(tail, count, verdicts)
+        if entry.weight > self.max_weight // 4:
+            return None
         with self._lock:
+            tail_key = (dialect, len(tail), xxhash.xxh3_64_intdigest(tail, self.seed))
+            group = self._tails.get(tail_key)
+            if group is not None and group.tail != tail:  # another tail with the same 64-bit hash: not kept
+                return None
+            if group is None:
+                group = self._tails[tail_key] = _Tail(tail)
+                lengths = self._lengths.setdefault(dialect, {})
+                lengths[len(tail)] = lengths.get(len(tail), 0) + 1
+            entry.tail = group.tail  # one bytes object per tail, whatever the number of sessions sharing it
             self._serial += 1
-            k = (dialect, self._serial)
-            self._entries[k] = entry
-            self._bytes += entry.size
-            while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+            entry.key = (dialect, self._serial)
+            self._entries[entry.key] = entry
+            group.add(entry)
+            self._weight += entry.weight
+            while self._entries and (len(self._entries) > self.max_entries or self._weight > self.max_weight):
                 self._drop(next(iter(self._entries)))
         return entry
+
+    def reweigh(self, entry: Entry) -> None:
+        """Count ``entry`` again after verdicts were added to it (their observation records may hold media)."""
+        w = weight(entry.tail, entry.count, dict(entry.verdicts))
+        with self._lock:
+            if entry.key in self._entries:
+                self._weight += w - entry.weight
+                entry.weight = w
+                while self._entries and self._weight > self.max_weight:
+                    self._drop(next(iter(self._entries)))
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-            self._bytes = 0
+            self._tails.clear()
+            self._lengths.clear()
+            self._weight = 0
 
     def _drop(self, k: tuple[str, int]) -> None:
         entry = self._entries.pop(k, None)
-        if entry is not None:
-            self._bytes -= entry.size
+        if entry is None:
+            return
+        self._weight -= entry.weight
+        dialect = k[0]
+        tail_key = (dialect, len(entry.tail), xxhash.xxh3_64_intdigest(entry.tail, self.seed))
+        group = self._tails.get(tail_key)
+        if group is None:
+            return
+        group.remove(entry)
+        if not group.at:
+            del self._tails[tail_key]
+            lengths = self._lengths[dialect]
+            lengths[len(entry.tail)] -= 1
+            if not lengths[len(entry.tail)]:
+                del lengths[len(entry.tail)]

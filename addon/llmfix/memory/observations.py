@@ -64,6 +64,14 @@ def extend(record: Observed | None, dialect: Dialect, items: list[Any], start: i
     return Observed(media + tuple(new_media), plain.plus(fresh))
 
 
+def reads_before(window: Any, flow_id: str, record: Observed, first: int) -> bool:
+    """Whether :func:`seen` would read an item before ``first`` (a session's next turn has only its items from
+    ``first`` on): a result without media whose call id the window holds, built again from its item."""
+    if not record.plain.size:
+        return False
+    return any(record.plain.get(c) < first for c in window.held_among(record.plain, flow_id))
+
+
 def seen(window: Any, flow_id: str, dialect: Dialect, items: list[Any], record: Observed) -> list[Result]:
     """What ``window`` should record for the request ``flow_id`` with these ``items`` (``record``: theirs)."""
     held: list[Result] = []

@@ -4,12 +4,19 @@ Why: an agent session resends its whole history on every turn, and nearly every 
 repair. Running each candidate repair over thousands of items to learn that it changes nothing cost
 llmfix 5-18 ms of CPU per MB of history on every turn, growing with the session.
 
-How. A repair may come with an ``extend`` check: ``extend(state, items, start, ctx)`` looks at
-``items[start:]`` (and at the ``state`` it returned for ``items[:start]``, None when ``start`` is 0) and
-returns a new state when it is *certain* that the repair would change nothing in the whole of ``items``,
-or None when it is not (then the repair itself runs, on everything). A state is never mutated: the next
-turn continues from it, and two requests may continue from the same one. Only the new items and what
-sits right before them are looked at, so a turn costs what it adds, not what the session holds.
+How. A repair may come with an ``extend`` check: ``extend(state, items, start, ctx)`` returns a new state
+when it is *certain* that the repair would change nothing in the whole of ``items``, or None when it is
+not (then the repair itself runs, on everything). A state is never mutated: the next turn continues from
+it, and two requests may continue from the same one.
+
+The contract every check keeps: it looks ONLY at ``items[start:]`` and at the ``state`` it returned for
+``items[:start]`` (None when ``start`` is 0), and ``len(items)``; never at ``items[:start]``. What it needs
+of earlier items goes into its state, and a state stays small (ids, counts, flags: not items). On a
+session's next turn the items before ``start`` are not parsed at all: each is :data:`KNOWN`, a
+placeholder with no fields (``body/prefix.py`` keeps per session only what recognises its known prefix,
+so a proxy can hold hundreds of sessions). Only the new items cost anything, so a turn costs what it
+adds, not what the session holds. tests/property/test_prefix.py holds the checks to it: on generated
+sessions (interleaved, edited, restarted) every answer is the whole path's.
 
 The states of a turn are kept with the body in the prefix cache (:mod:`llmfix.body.prefix`), under a
 :class:`Verdict` whose key says what they were decided for (profile, model, modalities, the candidate
@@ -27,8 +34,20 @@ from typing import Any
 from llmfix.idset import EMPTY, Ids
 from llmfix.repairs.base import Context, Repair
 
-__all__ = ["EMPTY", "Ids", "Verdict", "local", "settle"]
+__all__ = ["EMPTY", "KNOWN", "Ids", "Known", "Verdict", "local", "settle"]
 
+
+class Known:
+    """An item of a session's known prefix on its next turn: not parsed, so no check may read it (it has no
+    fields; an ``isinstance`` test of any wire model is False)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "KNOWN"
+
+
+KNOWN = Known()
 
 
 

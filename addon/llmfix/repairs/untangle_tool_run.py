@@ -145,19 +145,31 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return out, changes
 
 
-def _extend(state: int | None, items: list[Any], start: int, ctx: Context) -> int | None:
-    """Certain that nothing needs untangling. :func:`_apply` walks from one assistant message to the next (a
-    span holds only tool and user messages), so what it does from an assistant message on never depends on
-    what came before: from the prefix's last assistant message (``state``; 0 when it had none) to the end
-    is all there is to look at. The state: the index of the last assistant message."""
-    since = 0 if state is None else state
-    if _apply(items[since:], ctx)[1]:
-        return None
-    for i in range(len(items) - 1, max(since, start) - 1, -1):
+_TOOLS, _USERS, _CLOSED = "tools", "users", "closed"
+
+
+def _extend(state: tuple[frozenset[str], str] | None, items: list[Any], start: int, ctx: Context
+            ) -> tuple[frozenset[str], str] | None:
+    """Certain that nothing needs untangling, from ``items[start:]`` and the state of the prefix. :func:`_apply`
+    changes nothing exactly when every tool message sits in the run of tool and user messages right after
+    an assistant message, declared by it, and before every user message of that run. The state: the ids the
+    last assistant message declares (empty before any) and where the walk is — in its run before any user
+    message (``tools``), after one (``users``), or outside every run (``closed``)."""
+    declared, phase = state if state is not None else (frozenset(), _CLOSED)
+    for i in range(start, len(items)):
         m = items[i]
-        if isinstance(m, ch.Message) and m.role == "assistant":
-            return i
-    return since
+        role = m.role
+        if role == "assistant":
+            declared, phase = frozenset(tc.id for tc in m.tool_calls or ()), _TOOLS
+        elif role == "tool":
+            if phase != _TOOLS or m.tool_call_id is None or m.tool_call_id not in declared:
+                return None
+        elif role == "user":
+            if phase == _TOOLS:
+                phase = _USERS
+        else:
+            phase = _CLOSED
+    return declared, phase
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:

@@ -119,7 +119,10 @@ def _anthropic_settled(items: list[Any], start: int, declared: Any, answered: An
             if len(lead) != len(uses) or set(lead) != set(uses):
                 return None
         elif m.role == "user":
-            prev = items[i - 1] if i > 0 else None
+            # at ``start`` the previous item is the prefix's last, not read (repairs/settled.py): a prefix found
+            # paired never ends in an assistant message with tool_use (its results would be missing), so
+            # no result may follow it there, as when it has none
+            prev = items[i - 1] if i > start else None
             mine = {b.id for b in prev.content if isinstance(b, an.ToolUse)} if (
                 isinstance(prev, an.Message) and prev.role == "assistant" and isinstance(prev.content, list)) \
                 else set()

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from llmfix import engine
-from llmfix.body.prefix import PrefixCache, answers_for, appended, split
+from llmfix.body.prefix import Entry, PrefixCache, answers_for, split
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.route import Dialect
@@ -78,17 +78,37 @@ def test_split_is_not_fooled_by_the_key_inside_the_history() -> None:
 # -- appended: what the new request adds ---------------------------------------------------------
 
 
-def entry_for(data: bytes, key: str) -> Any:
-    cache = PrefixCache(min_size=0)
+def keep(cache: PrefixCache, data: bytes, key: str = "messages", **kw: Any) -> Entry | None:
+    """Keep ``data`` as the engine keeps a body it parsed whole."""
     body = orjson.loads(data)
-    cache.keep("chat", data, body, key, ["typed"] * len(body[key]))
-    (e,) = cache._entries.values()
-    return e
+    end = split(data, body, key)
+    assert end is not None
+    return cache.keep("chat", data, end, len(body[key]), body[key], 0, {k: v for k, v in body.items() if k != key},
+                      **kw)
+
+
+class Kept:
+    """A cache holding one body: what it finds in others."""
+
+    def __init__(self, data: bytes, key: str = "messages") -> None:
+        self.cache = PrefixCache(min_size=0)
+        entry = keep(self.cache, data, key)
+        assert entry is not None
+        self.entry = entry
+
+    @property
+    def marks(self) -> list[tuple[int, int]]:
+        return [(m.offset, m.count) for m in self.entry.marks]
+
+
+def appended(data: bytes, kept: Kept) -> tuple[int, int, list[Any]] | None:
+    hit = kept.cache._look("chat", data)
+    return None if hit is None else (hit.count, hit.offset, hit.new)
 
 
 def test_appended_items_and_non_appends() -> None:
     data = b'{"messages":[{"role":"user","content":"a"}],"model":"m"}'
-    e = entry_for(data, "messages")
+    e = Kept(data)
     end = data.index(b"]")
     assert appended(data, e) == (1, end, [])
     assert appended(b'{"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}],"model":"m"}',
@@ -109,15 +129,15 @@ def test_a_changed_last_item_is_found_from_its_mark() -> None:
     b_marked = b'{"role":"user","content":[{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]}'
     b_plain = b'{"role":"user","content":[{"type":"text","text":"b"}]}'
     c = b'{"role":"assistant","content":"c"}'
-    e = entry_for(b'{"messages":[' + a + b"," + b_marked + b'],"model":"m"}', "messages")
+    e = Kept(b'{"messages":[' + a + b"," + b_marked + b'],"model":"m"}')
     assert appended(b'{"messages":[' + a + b"," + b_plain + b"," + c + b'],"model":"m"}', e) == (
         1, len(b'{"messages":[' + a), [orjson.loads(b_plain), orjson.loads(c)])
     assert appended(b'{"messages":[' + a + b'],"model":"m"}', e) == (1, len(b'{"messages":[' + a), [])  # dropped
     assert appended(b'{"messages":[{"role":"user","content":"A"},' + b_plain + b'],"model":"m"}', e) is None
     pretty = b'{"messages": [' + a + b", " + b_marked + b'], "model": "m"}'  # not compact: no mark for b
-    e = entry_for(pretty, "messages")
+    e = Kept(pretty)
     assert appended(b'{"messages": [' + a + b", " + b_plain + b'], "model": "m"}', e) is None
-    assert e.marks == ((len(pretty) - len(b'], "model": "m"}'), 2),)
+    assert e.marks == [(len(pretty) - len(b'], "model": "m"}'), 2)]
 
 
 # -- the engine: the same answer as parsing whole ------------------------------------------------
@@ -208,17 +228,46 @@ def test_edited_history_is_parsed_whole(tmp_path: Path) -> None:
 def test_cache_is_bounded() -> None:
     cache = PrefixCache(max_entries=2, min_size=0)
     for i in range(5):
-        data = b'{"messages":[{"role":"user","content":"%d"}]}' % i
-        cache.keep("chat", data, orjson.loads(data), "messages", [None])
-    assert len(cache._entries) == 2
-    cache = PrefixCache(max_bytes=1000, min_size=0)  # each body counts twice its size
-    data = b'{"messages":[{"role":"user","content":"' + b"x" * 60 + b'"}]}'
-    for _ in range(10):
-        cache.keep("chat", data, orjson.loads(data), "messages", [None])
-    assert len(cache._entries) == 1000 // (2 * len(data)) and cache._bytes <= 1000
-    big = b'{"messages":[{"role":"user","content":"' + b"x" * 300 + b'"}]}'  # over a quarter: not kept
-    cache.keep("chat", big, orjson.loads(big), "messages", [None])
-    assert cache.peek("chat", big) is None
+        keep(cache, b'{"messages":[{"role":"user","content":"%d"}]}' % i)
+    assert len(cache) == 2
+    data = b'{"messages":[{"role":"user","content":"x"}],"tools":"' + b"t" * 60 + b'"}'
+    weight = 3 * len(b'],"tools":"' + b"t" * 60 + b'"}') + 160  # the tail and one item
+    cache = PrefixCache(max_weight=10 * weight, min_size=0)
+    for _ in range(30):
+        keep(cache, data)
+    assert len(cache) == 10 and cache.weight <= 10 * weight
+    big = b'{"messages":[{"role":"user","content":"x"}],"tools":"' + b"t" * 600 + b'"}'  # over a quarter: not kept
+    assert keep(cache, big) is None and cache.peek("chat", big) is None
+
+
+def test_many_sessions_sharing_a_tail_are_told_apart_by_their_prefix() -> None:
+    """A team's sessions of one client share the head and the tail of their bodies: each later turn is found
+    as the continuation of its own session, whatever the number of sessions kept."""
+    def body(s: int, turns: int) -> bytes:
+        items = [{"role": "system", "content": "shared"}] + [
+            {"role": "user", "content": f"session {s} turn {k}"} for k in range(turns)]
+        return compact({"model": "m", "messages": items, "tools": [{"name": "t"}]})
+
+    cache = PrefixCache(min_size=0)
+    for s in range(300):
+        assert keep(cache, body(s, 2)) is not None
+    for s in (0, 17, 299):
+        hit = cache.find("chat", body(s, 3))
+        assert hit is not None and hit.count == 3 and hit.new == [{"role": "user", "content": f"session {s} turn 2"}]
+    hit = cache.find("chat", body(300, 3))  # never seen: only its first item, shared with every session, is known
+    assert hit is not None and hit.count == 1
+    for s in (1, 298):  # and the sessions it shares that item with are still kept
+        hit = cache.find("chat", body(s, 3))
+        assert hit is not None and hit.count == 3
+
+
+def test_a_prefix_with_the_same_probe_and_another_digest_is_no_hit() -> None:
+    """The 16 bytes before a mark only pick the candidates: the digest of everything before it decides."""
+    first = compact({"model": "m", "messages": [{"role": "user", "content": "A" + "x" * 40}], "tools": []})
+    other = compact({"model": "m", "messages": [{"role": "user", "content": "B" + "x" * 40},
+                                                {"role": "user", "content": "new"}], "tools": []})
+    kept = Kept(first)
+    assert appended(other, kept) is None
 
 
 # -- Answers: the byte questions of an append, from the earlier body's answers -------------------
@@ -229,7 +278,7 @@ def test_answers_of_an_append_never_miss_a_needle() -> None:
     cache = PrefixCache(min_size=0)
     hay = answers_for(first, None)
     assert b"alpha" in hay and b'"tool"' not in hay and b"beta" not in hay
-    cache.keep("chat", first, orjson.loads(first), "messages", [None], answers=hay.answers)
+    keep(cache, first, answers=hay.answers)
     later = b'{"messages":[{"role":"user","content":"alpha"},{"role":"tool","content":"beta"}],"model":"m"}'
     hit = cache.find("chat", later)
     assert hit is not None
@@ -313,7 +362,7 @@ def test_answers_of_a_body_found_from_an_earlier_mark_are_the_haystacks() -> Non
     hay = answers_for(first, None)
     needles = (b"cache_control", b"alpha", b"image_url", b"beta", b'"tool"', b'"model"')
     assert [n in hay for n in needles] == [True, True, True, False, False, True]
-    cache.keep("chat", first, orjson.loads(first), "messages", [None, None], answers=hay.answers)
+    keep(cache, first, answers=hay.answers)
     later = b'{"messages":[' + a + b"," + plain + b',{"role":"tool","content":"beta"}],"model":"m",' \
             b'"tools":[{"name":"image_url"}]}'
     hit = cache.find("chat", later)
@@ -380,9 +429,10 @@ def test_a_needle_inside_a_payload_of_a_large_body_is_not_an_answer() -> None:
     assert fast == whole and fast[1][5] is None  # no candidate: the untouched early return, no model resolved
 
 
-def test_own_marks_only_for_a_client_that_edits_its_last_items() -> None:
-    """A body found at the end of the one before (Codex, Droid) keeps that one's marks and its own end; one
-    found from an earlier mark (Claude Code) also gets marks for its own last items, for its next turn."""
+def test_own_marks_for_the_last_items_of_every_client() -> None:
+    """A body found at the end of the one before (Codex, Droid) and one found from an earlier mark (Claude
+    Code) both keep the marks they were found from and get marks for their own last items: a retried or
+    regenerated turn replaces the items after the last turn's end, whatever the client."""
     def item(k: int, marked: bool = False) -> bytes:
         extra = b',"cache_control":{"type":"ephemeral"}' if marked else b""
         return b'{"role":"user","content":[{"type":"text","text":"m%d"%s}]}' % (k, extra)
@@ -392,15 +442,16 @@ def test_own_marks_only_for_a_client_that_edits_its_last_items() -> None:
 
     def kept_after(first: bytes, second: bytes) -> tuple[int, ...]:
         cache = PrefixCache(min_size=0)
-        cache.keep("chat", first, orjson.loads(first), "messages", [None] * len(orjson.loads(first)["messages"]))
+        keep(cache, first)
         hit = cache.find("chat", second)
         assert hit is not None
         n = len(orjson.loads(second)["messages"])
-        entry = cache.keep("chat", second, orjson.loads(second), "messages", [None] * n, hit=hit)
+        entry = cache.keep("chat", second, len(second) - len(hit.entry.tail), n, hit.new, hit.count,
+                           hit.entry.top, hit=hit)
         assert entry is not None
-        return tuple(c for _, c in entry.marks)
+        return tuple(m.count for m in entry.marks)
 
-    assert kept_after(body(item(0), item(1)), body(item(0), item(1), item(2), item(3))) == (1, 2, 4)  # appended
+    assert kept_after(body(item(0), item(1)), body(item(0), item(1), item(2), item(3))) == (1, 2, 3, 4)  # appended
     assert kept_after(body(item(0), item(1, True)), body(item(0), item(1), item(2), item(3, True))) == (1, 2, 3, 4)
 
 
@@ -435,10 +486,33 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
     real_settle = settled.settle
     monkeypatch.setattr(settled, "settle", lambda todo, states, items, start, ctx: starts.append(
         (len(items), start)) or real_settle(todo, states, items, start, ctx))
+    parsed: list[int] = []  # bodies parsed whole (the known items needed after all)
+    real_whole = engine._whole
+    monkeypatch.setattr(engine, "_whole", lambda dialect, data: parsed.append(len(data)) or real_whole(dialect, data))
     cache = PrefixCache()
     fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, cache, tmp_path)
     assert fast == whole and [s for s, *_ in fast] == ["untouched"] * 3
     assert cache.hits == 2 and ran[1:] == [0, 0]  # both later turns: every repair certain, none run
+    assert parsed == []  # the item between the verdict and the mark is parsed from its own bytes
     # each later turn continues the verdict of the turn before's prefix: it checks its last turn, not all
     n = len(body["messages"])
     assert min(start for size, start in starts if size > n) >= n - 1
+
+
+def test_the_walk_to_a_mark_costs_what_is_new_not_what_other_sessions_hold() -> None:
+    """Shorter sessions of the same client (the same tail) keep marks everywhere before a long session's end:
+    the walk back from the long session's next turn tries only the marks after its own newest one."""
+    def body(turns: int, s: int = 0) -> bytes:
+        items = [{"role": "user", "content": f"session {s} turn {k}"} for k in range(turns)]
+        return compact({"model": "m", "messages": items, "tools": [{"name": "t"}]})
+
+    cache = PrefixCache(min_size=0)
+    for s in range(1, 200):
+        keep(cache, body(2 + s % 50, s))  # many sessions, shorter than the one below, with marks all over
+    keep(cache, body(60))
+    later = body(61)
+    (group,) = cache._tails.values()
+    tried = list(group.candidates(later, len(later) - len(group.tail)))
+    hit = cache.find("chat", later)
+    assert hit is not None and hit.count == 60
+    assert tried[0] == hit.offset  # the first mark tried is the one it continues

@@ -1,0 +1,102 @@
+"""``engine.process`` alone on the team workloads (``bench/workloads.py``): CPU per request, repeatable under load.
+
+    uv run python bench/engine_cost.py team_chat_64 edit_responses_1m     # thread CPU per request, p50 / mean
+    uv run python bench/engine_cost.py --cprofile /tmp/p.out team_chat_256
+    uv run python bench/engine_cost.py --bare team_chat_64               # the same requests through a bare
+                                                                         # parse (orjson.loads), for scale
+
+The machine this runs on is shared, so wall clock is noise: the numbers are ``time.thread_time`` of the
+calling thread. For instruction counts (repeatable to a fraction of a percent under any load), run it
+under callgrind with ``--measure N`` and ``--measure 2N`` and take the difference over N requests:
+
+    valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p .venv/bin/python bench/engine_cost.py \\
+        --measure 8 team_chat_64
+    (callgrind_annotate prints the total "Ir"; the difference of two runs / 8 = instructions per request)
+
+Each workload's warm-ups run first (for the many-session ones: every session's first request), then the
+measured requests, every one checked to come back untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+for p in (str(ROOT / "addon"), str(BENCH)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import workloads  # noqa: E402
+
+
+def engine(tmp: Path):
+    sys.path.insert(0, str(BENCH))
+    import run
+
+    return run._engine(tmp)
+
+
+def measure(key: str, count: int | None, profile: cProfile.Profile | None = None, bare: bool = False,
+            factory: Any = None) -> dict[str, float]:
+    """Thread CPU of ``engine.process`` per measured request of workload ``key`` (``factory``: how to build
+    the engine, default bench/run.py's ``_engine``)."""
+    w = workloads.TEAM[key]()
+    with tempfile.TemporaryDirectory(prefix="llmfix-engine-cost-") as tmp:
+        process, make = (factory or engine)(Path(tmp))
+        import orjson
+
+        def one(body: bytes) -> str:
+            if bare:
+                orjson.loads(body)
+                return "untouched"
+            return process(make(w.dialect, w.host, body)).status
+
+        for j in range(w.warmups):
+            one(w.request(-1 - j))
+        n = count if count is not None else w.n
+        cpu: list[float] = []
+        statuses: set[str] = set()
+        for i in range(n):
+            body = w.request(i)
+            if profile is not None:
+                profile.enable()
+            t0 = time.thread_time()
+            statuses.add(one(body))
+            t1 = time.thread_time()
+            if profile is not None:
+                profile.disable()
+            cpu.append(t1 - t0)
+    if statuses != {"untouched"}:
+        raise RuntimeError(f"{key}: requests came back {sorted(statuses)}, not untouched")
+    return {"n": n, "p50_ms": statistics.median(cpu) * 1e3, "mean_ms": statistics.fmean(cpu) * 1e3,
+            "max_ms": max(cpu) * 1e3}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    ap.add_argument("cells", nargs="+", choices=sorted(workloads.TEAM))
+    ap.add_argument("--measure", type=int, default=None, help="measured requests (default: the workload's own)")
+    ap.add_argument("--cprofile", type=Path, default=None, help="write a cProfile of the measured requests here")
+    ap.add_argument("--bare", action="store_true", help="orjson.loads instead of engine.process (for scale)")
+    args = ap.parse_args(argv)
+    profile = cProfile.Profile() if args.cprofile else None
+    for key in args.cells:
+        got = measure(key, args.measure, profile, args.bare)
+        print(f"{key}: n={got['n']} thread CPU p50 {got['p50_ms']:.3f} ms, mean {got['mean_ms']:.3f} ms, "
+              f"max {got['max_ms']:.3f} ms", flush=True)
+    if profile is not None:
+        profile.dump_stats(args.cprofile)
+        print(f"cProfile written to {args.cprofile}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
