@@ -65,7 +65,7 @@ class MockHandler(BaseHTTPRequestHandler):
             rejection = openai_error(f"Invalid URL ({self.command} {self.path})", reason="unknown-url",
                                      status=404)
         if rejection is None:
-            rejection = check(rules, self.path, data)
+            rejection = check(rules, self.path, data) or self.mock.ledger.check(rules, dialect, data)
         streamed = rejection is None and data.get("stream") is True
         self.mock.record(
             method=self.command, path=self.path, headers=headers, body=raw, json=data, rules=rules,
@@ -74,8 +74,9 @@ class MockHandler(BaseHTTPRequestHandler):
         if rejection is not None:
             self._send_json(rejection.status, rejection.body)
         elif streamed:
-            queued = self.mock.next_sse()
-            self._send_sse(queued or CannedSSE(canned.default_sse(dialect, data)))
+            sse = self.mock.next_sse() or CannedSSE(canned.default_sse(dialect, data))
+            self.mock.ledger.observe(rules, dialect, sse.text)
+            self._send_sse(sse)
         else:
             self._send_json(200, canned.default_json(dialect, data))
 

@@ -25,6 +25,7 @@ from typing import Any
 from tests.upstreams.handler import MockHandler
 from tests.upstreams.rules import RULE_SETS, rules_for_host
 from tests.upstreams.sse import CannedSSE, Framing
+from tests.upstreams.thinking import Ledger
 
 ORIGINAL_HOST_HEADER = "x-llmfix-test-original-host"
 BY_HOST = "by-host"
@@ -103,6 +104,7 @@ class MockUpstream:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._sse: deque[CannedSSE] = deque()
+        self.ledger = Ledger()  # what it signed and issued (tests/upstreams/thinking.py)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 

@@ -10,6 +10,12 @@ orphans and answers every unanswered call, so that a run is complete before medi
 and the hoisted user message lands after the whole run, placeholders included (DESIGN §6); media a
 text-only model cannot take are then omitted everywhere else; text arrays are flattened last
 (pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
+
+Reasoning state: drop-foreign-thinking comes right after the fold, before anything else looks at assistant turns:
+it may drop an older assistant message that held only foreign thinking, and the pairing repairs must see the
+conversation without it. restore-reasoning-content comes right after pair-tool-calls: which assistant messages need
+their reasoning depends on where the user messages are (untangle-tool-run moves Droid's out of tool runs), and it
+only adds a field to assistant messages, which no later repair looks at.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ from typing import Any
 
 from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
+    drop_foreign_thinking,
     flatten_tool_text,
     fold_system_messages,
     hoist_tool_media,
     omit_unsupported_media,
     pair_tool_calls,
+    restore_reasoning_content,
     restore_text_media,
     restore_tool_media,
     untangle_tool_run,
@@ -32,10 +40,12 @@ from llmfix.report.changes import Change
 
 PIPELINE: tuple[Repair, ...] = (
     fold_system_messages.REPAIR,
+    drop_foreign_thinking.REPAIR,
     restore_tool_media.REPAIR,
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
     pair_tool_calls.REPAIR,
+    restore_reasoning_content.REPAIR,
     hoist_tool_media.REPAIR,
     omit_unsupported_media.REPAIR,
     flatten_tool_text.REPAIR,

@@ -1,0 +1,174 @@
+"""restore-reasoning-content: a thinking-mode Chat turn gets back the ``reasoning_content`` it was answered with.
+
+Bug — DeepSeek's and Kimi's Chat APIs in thinking mode answer each turn with its reasoning
+(``reasoning_content``) and reject a later request that replays a tool-calling turn without it:
+DeepSeek 400 ``The `reasoning_content` in the thinking mode must be passed back to the API.`` (older:
+``Missing `reasoning_content` field in the assistant message at message index N``), Kimi 400 ``thinking is
+enabled but reasoning_content is missing in assistant tool call message at index N`` — on that turn and every
+later one (session-killers §3.1, wire-formats §7). Clients that lose it: Factory Droid BYOK strips it
+(Factory-AI/factory #1091; ``tests/fixtures/droid/*``: the assistant message has no such field), opencode sends
+``"reasoning_content": ""`` (``tests/fixtures/opencode/chat__deepseek-chat__single_png__turn2.json``), pi,
+qwen-code, gateways converting from Anthropic (cc-switch).
+
+What it does, on profiles with ``chat_reasoning_content`` (DeepSeek, Moonshot/Kimi; an upstream without a
+profile learns the flag from its 400): every assistant message that lacks its reasoning — no field, ``null`` or
+``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it (memory/learn_chat_reasoning.py:
+by its tool call ids, else its text), byte for byte. A message that carries a non-empty reasoning keeps it, even
+one that differs from the record: the client's is never overwritten.
+
+Which messages (the scope is UNCERTAIN in session-killers §3.1): the assistant messages of every user-to-user
+span that holds a tool call, the span still open after the last user message included. That is DeepSeek's own
+rule (api-docs.deepseek.com thinking_mode: without a tool call between two user messages the reasoning "need
+not" be sent and is ignored; with one it must be sent back in all later turns), it covers the one report of a
+text-only message being rejected (hermes-agent #14941: a plain reply between two tool-call turns, i.e. inside
+such a span), and it covers Kimi's text, which names only tool-call messages. Outside those spans a missing
+reasoning is left missing: DeepSeek ignores it there, and a request that is valid stays byte-identical (the
+reports that it is needed on "every" assistant message come from clients padding ``""`` everywhere, hermes-agent
+#15717, not from a rejection outside such a span).
+
+Nothing recorded (the turn streamed past another llmfix, or before this one ran): the message goes as it is, and
+the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning, and the evidence
+says placeholders do not pass either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897)
+and an empty string was rejected as missing (HKUDS/nanobot #946; whether ``""`` ever passes is UNCERTAIN,
+session-killers §3.1). Whether the request has thinking on is not judged: a turn answered without thinking left
+no record, so nothing is added to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from llmfix.memory.learn_chat_reasoning import KIND, turn_keys
+from llmfix.profiles import Profile
+from llmfix.repairs.base import Context, Repair
+from llmfix.report.changes import Change
+from llmfix.route import Dialect
+from llmfix.wire import chat as ch
+from llmfix.wire.base import evolve
+
+NAME = "restore-reasoning-content"
+FIELD = "reasoning_content"
+
+
+def _lacks(m: Any) -> bool:
+    """An assistant message whose reasoning is missing, null or empty."""
+    return isinstance(m, ch.Message) and m.role == "assistant" and (m.__pydantic_extra__ or {}).get(FIELD) in (None, "")
+
+
+def _calls(m: ch.Message) -> list[str]:
+    return [tc.id for tc in m.tool_calls or () if tc.id]
+
+
+def _keys(m: ch.Message) -> list[str]:
+    return turn_keys(_calls(m), m.content if isinstance(m.content, str) else ch.text_of(m.content))
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """What the certain check carries from one turn to the next: the keys of the messages lacking their reasoning
+    in closed spans that held a tool call (a cons list: each turn adds to it without copying), and the open span's
+    (which needs them only once a tool call joins it)."""
+
+    closed: tuple[Any, ...] = ()  # (keys of one message, rest) pairs
+    open: tuple[tuple[str, ...], ...] = ()
+    open_calls: bool = False
+
+    def extend(self, items: list[Any], start: int) -> Spans:
+        closed, open_, calls = self.closed, list(self.open), self.open_calls
+        for m in items[start:]:
+            if not isinstance(m, ch.Message):
+                continue
+            if m.role == "user":
+                if calls:
+                    for keys in open_:
+                        closed = (keys, closed)
+                open_, calls = [], False
+            elif m.role == "assistant":
+                calls = calls or bool(_calls(m))
+                if _lacks(m) and (keys := tuple(_keys(m))):
+                    open_.append(keys)
+        return Spans(closed, tuple(open_), calls)
+
+    def wanted(self) -> Iterator[str]:
+        """Every key of a message that needs its reasoning back."""
+        node = self.closed
+        while node:
+            keys, node = node
+            yield from keys
+        if self.open_calls:
+            for keys in self.open:
+                yield from keys
+
+
+def _needy(items: list[Any]) -> list[int]:
+    """Indices of the assistant messages lacking their reasoning in spans that hold a tool call."""
+    out: list[int] = []
+    span: list[int] = []
+    calls = False
+    for i, m in enumerate(items):
+        if isinstance(m, ch.Message) and m.role == "user":
+            out += span if calls else []
+            span, calls = [], False
+        elif isinstance(m, ch.Message) and m.role == "assistant":
+            calls = calls or bool(_calls(m))
+            if _lacks(m):
+                span.append(i)
+    return out + (span if calls else [])
+
+
+def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    store = ctx.extras.get("reasoning")
+    if store is None or not ctx.profile.chat_reasoning_content:
+        return items, []
+    needy = [(i, _keys(items[i])) for i in _needy(items)]
+    needy = [(i, keys) for i, keys in needy if keys]
+    if not needy:
+        return items, []
+    found = store.recall(KIND, [k for _, keys in needy for k in keys])
+    out = list(items)
+    changes: list[Change] = []
+    for i, keys in needy:
+        record = next((found[k] for k in keys if k in found), None)
+        if record is None or not record.value:
+            continue
+        m: ch.Message = items[i]
+        before = (m.__pydantic_extra__ or {}).get(FIELD, "absent")
+        out[i] = evolve(m, **{FIELD: record.value})
+        by = f"tool call {keys[0]}" if _calls(m) else "its text"
+        had = "absent" if before == "absent" else ("null" if before is None else "empty")
+        changes.append(Change(NAME, f"messages[{i}].{FIELD}",
+                              f"{len(record.value)} chars of reasoning given back ({had} in the request), as "
+                              f"{record.upstream or 'the upstream'} answered it (recognised by {by})",
+                              before=None if before == "absent" else before, after=f"<{len(record.value)} chars>"))
+    return (out, changes) if changes else (items, [])
+
+
+def _extend(state: Spans | None, items: list[Any], start: int, ctx: Context) -> Spans | None:
+    """Certain that nothing comes back: no message that needs its reasoning has a record. Memory may learn one
+    after a turn was first seen (a fleet instance writes a few ms later), so every such message, old or new, is
+    asked again on every turn; a session that keeps its reasoning has none to ask."""
+    spans = (state or Spans()).extend(items, start)
+    store = ctx.extras.get("reasoning")
+    if store is None or not ctx.profile.chat_reasoning_content:
+        return spans
+    wanted = list(dict.fromkeys(spans.wanted()))
+    if wanted and any(r.value for r in store.recall(KIND, wanted).values()):
+        return None
+    return spans
+
+
+def _wanted(profile: Profile, dialect: Dialect) -> bool:
+    return dialect is Dialect.CHAT and profile.chat_reasoning_content
+
+
+REPAIR = Repair(
+    name=NAME,
+    dialects=frozenset({Dialect.CHAT}),
+    apply=_apply,
+    wanted=_wanted,
+    needles={Dialect.CHAT: (b'"assistant"',)},
+    doc=__doc__ or "",
+    extend=_extend,
+)
