@@ -27,6 +27,9 @@ HOST_RULES = {
     "api.minimax.io": "minimax",
     "api.moonshot.ai": "moonshot",
     "api.moonshot.cn": "moonshot",
+    # gateways in front of a vendor: hosts llmfix has no profile for, answering as the vendor behind them
+    "deepseek.gateway.test": "deepseek",
+    "claude.gateway.test": "anthropic",
 }
 
 

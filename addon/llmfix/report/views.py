@@ -49,11 +49,17 @@ def diff_text(info: dict) -> str:
     return "\n".join([*head, *_retry_lines(info.get("retry")), "", *diff]) + "\n"
 
 
+def learned_text(learned: list[dict[str, object]]) -> str:
+    """What a retry learned, in words: flags as ``flag=value``, facts as their kind and the start of their key."""
+    return ", ".join(f"{x['flag']}={str(x['value']).lower()}" if "flag" in x else f"{x.get('fact')} {x.get('key')}"
+                     for x in learned) or "nothing"
+
+
 def _retry_lines(retry: object) -> list[str]:
     """The first attempt of a request llmfix resent (repair-and-retry): its rejection, what was learned, the outcome."""
     if not isinstance(retry, dict):
         return []
-    learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in retry.get("learned", [])) or "nothing"
+    learned = learned_text(retry.get("learned", []))
     lines = [f"# first attempt answered {retry.get('status')} ({retry.get('rule')}): {retry.get('error')}",
              f"# learned {learned}; resent once (flow {str(retry.get('resend_flow'))[:8]}) → {retry.get('outcome')}",
              "# the first answer, as the upstream sent it:"]

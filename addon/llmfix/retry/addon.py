@@ -168,7 +168,7 @@ class Retry:
             learner.feed(b"")
 
     def _log(self, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str) -> None:
-        learned = ", ".join(f"{x['flag']}={str(x['value']).lower()}" for x in event["learned"]) or "nothing"
+        learned = views.learned_text(event["learned"])
         host, port = flow.metadata[UPSTREAM][1:]
         report = "" if self.fix.settings.mode == "repair" else " (report)"
         logger.info("llmfix%s: %s retry: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, _name(flow),
