@@ -26,6 +26,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix import engine
+from llmfix.body.prefix import Hit, PrefixCache
 from llmfix.memory.learn_anthropic_thinking import FOREIGN, SIGNED, block_key, fact_key, marker_key
 from llmfix.memory.learn_chat_reasoning import content_key, records
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
@@ -86,6 +87,43 @@ def only_reasoning_changed(sent: list[dict[str, Any]], got: list[dict[str, Any]]
     for s, g in zip(sent, got, strict=True):
         assert {k: v for k, v in s.items() if k != "reasoning_content"} == \
                {k: v for k, v in g.items() if k != "reasoning_content"}
+
+
+class Cache(PrefixCache):
+    """A prefix cache that counts the appends it recognised (the fast path was taken)."""
+
+    found = 0
+
+    def find(self, dialect: str, data: bytes) -> Hit | None:
+        hit = super().find(dialect, data)
+        self.found += hit is not None
+        return hit
+
+
+def fast_path_agrees(dialect: Dialect, host: str, turns: list[list[dict[str, Any]]], store: SqliteReasoningStore,
+                     late: list[Reasoning], when: int) -> None:
+    """An llmfix that keeps each body for its next turn (the certain checks continued, repairs/settled.py) answers
+    every turn exactly as one that parses and repairs every body whole, also when memory learns something between
+    two turns (``late``, noted before turn ``when``: a fleet instance's write, a rejection's facts)."""
+    cache = Cache(min_size=0)  # every body kept, however small
+    fast = engine.Settings(reasoning=store, prefix=cache)
+    whole = engine.Settings(reasoning=store, prefix=None)
+    sent: list[dict[str, Any]] = []
+    for n, turn in enumerate(turns):
+        if n == when:
+            store.note(late)
+        sent = sent + turn
+        raw = json.dumps({"model": "m-x", "messages": sent}).encode()
+        a, b = (engine.process(engine.Request(dialect, host, 443, raw), s) for s in (fast, whole))
+        assert (a.status, a.body, a.lines) == (b.status, b.body, b.lines)
+    event(f"appends found: {min(cache.found, 3)}")
+
+
+@BUDGET
+@given(session=chat_sessions(), when=st.integers(0, 6))
+def test_chat_fast_path_agrees_when_memory_learns_late(session: Any, when: int) -> None:
+    turns, heard = session
+    fast_path_agrees(Dialect.CHAT, "api.deepseek.com", turns, SqliteReasoningStore(":memory:"), heard, when)
 
 
 @BUDGET
@@ -234,3 +272,18 @@ def test_only_foreign_thinking_leaves_and_the_latest_turn_never(session: Any, re
         if previous is not None and n >= 2 and kinds[n - 2] in ("own", "none"):
             assert messages[: len(previous)] == previous  # prefix-stable while the session goes on here
         previous = messages
+
+
+@BUDGET
+@given(session=anthropic_sessions(), when=st.integers(0, 6), data=st.data())
+def test_messages_fast_path_agrees_when_a_rejection_teaches_late(session: Any, when: int, data: st.DataObject) -> None:
+    _ledger, turns, kinds, heard = session
+    store = SqliteReasoningStore(":memory:")
+    store.note(heard)
+    foreign = [b for t, k in zip(turns[1:], kinds, strict=True) if k.startswith("other")
+               for b in t[0]["content"] if b["type"] in ("thinking", "redacted_thinking")]
+    late = []
+    if foreign:
+        key = block_key(data.draw(st.sampled_from(foreign), label="rejected later")) or ""
+        late = [Reasoning(FOREIGN, fact_key(key, UP), "test", UP), Reasoning(FOREIGN, marker_key(UP), "test", UP)]
+    fast_path_agrees(Dialect.MESSAGES, HOST, turns, store, late, when)
