@@ -4,6 +4,7 @@ through a running llmfix, and the client's next request sent as it stores it (it
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -11,12 +12,19 @@ import httpx
 import httpx2
 import openai
 
-from tests.e2e.harness import Mitmdump
+from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
 from tests.upstreams.mock import ORIGINAL_HOST_HEADER, MockUpstream, RecordedRequest
 
+FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 KEY = "sk-test-reasoning-7c3e9a1f42d8"
 HEADERS = {"content-type": "application/json", "authorization": f"Bearer {KEY}", "x-api-key": KEY,
            "anthropic-version": "2023-06-01"}
+
+
+def start(upstream: MockUpstream, confdir: Path) -> Mitmdump:
+    """llmfix in a real mitmdump, every flow sent to ``upstream``; its memory a file in ``confdir``."""
+    return Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options={"loopback_upstream": upstream.address},
+                    confdir=confdir)
 
 
 def stream_chat(p: Mitmdump, host: str, body: dict[str, Any]) -> tuple[str, list[str]]:

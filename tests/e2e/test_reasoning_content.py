@@ -13,22 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
-from tests.e2e.reasoning_client import post, since, stream_chat, without_llmfix
+from tests.e2e.harness import Mitmdump
+from tests.e2e.reasoning_client import post, since, start, stream_chat, without_llmfix
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoning_canned import chat_sse
 from tests.upstreams.reasoning_rules import DEEPSEEK_TEXT, KIMI_TEXT
 from tests.upstreams.reasoning_sessions import THOUGHT, Session, droid, opencode
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 PATH = "/v1/chat/completions"
 FINAL = "Both files show the same red square, eight pixels wide."
-
-
-def start(upstream: MockUpstream, confdir: Path) -> Mitmdump:
-    return Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options={"loopback_upstream": upstream.address},
-                    confdir=confdir)
 
 
 @pytest.fixture(scope="module")

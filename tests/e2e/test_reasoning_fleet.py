@@ -7,49 +7,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e import test_redis_fleet
 from tests.e2e.reasoning_client import KEY, post, since
 from tests.e2e.test_reasoning_content import turn1, with_reasoning
 from tests.e2e.test_thinking_signatures import answer_b, next_turn, switched, without_foreign_thinking
 from tests.redis_server import RedisServer, needs_redis, until
-from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoning_canned import anthropic_sse
 from tests.upstreams.reasoning_sessions import droid
 
 pytestmark = [needs_redis, pytest.mark.timeout(240)]
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 ANTHROPIC = "https://api.anthropic.com/v1/messages"
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream() as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
-def fleet(redis_server: RedisServer, upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[tuple[Mitmdump, Mitmdump]]:
-    options = {"loopback_upstream": upstream.address, "llmfix_memory": redis_server.url,
-               "llmfix_memory_timeout": "5s"}
-    a = Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options, confdir=tmp_path_factory.mktemp("conf-a"))
-    try:
-        b = Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options, confdir=tmp_path_factory.mktemp("conf-b"))
-    except BaseException:
-        a.stop()
-        raise
-    with a, b:
-        yield a, b
+# the same fleet as the Redis fleet tests (two instances, one Redis, a mock by host), this module's own
+redis_server, upstream, fleet = test_redis_fleet.redis_server, test_redis_fleet.upstream, test_redis_fleet.fleet
 
 
 def shared(server: RedisServer, pattern: bytes) -> Callable[[], bool]:

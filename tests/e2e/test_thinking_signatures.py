@@ -20,22 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
-from tests.e2e.reasoning_client import post, since, stream_messages, without_llmfix
+from tests.e2e.harness import Mitmdump
+from tests.e2e.reasoning_client import post, since, start, stream_messages, without_llmfix
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoning_canned import anthropic_sse, issued_turn
 from tests.upstreams.reasoning_sessions import READ_A, claude_code
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 MODEL = "claude-opus-5-5"
 UUID = "b7e3c1d2-8f4a-4e6b-9c0d-1a2b3c4d5e6f"
 READ_B = ("toolu_b", "Read", {"file_path": "/home/dev/project/b.png"})
-
-
-def start(upstream: MockUpstream, confdir: Path) -> Mitmdump:
-    return Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options={"loopback_upstream": upstream.address},
-                    confdir=confdir)
 
 
 @pytest.fixture(scope="module")

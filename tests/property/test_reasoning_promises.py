@@ -34,6 +34,8 @@ from llmfix.memory.store import Reasoning
 from llmfix.route import Dialect
 from tests.property.budget import BUDGET
 from tests.upstreams.reasoning_rules import missing_in_tool_spans
+from tests.upstreams.reasoning_sessions import run as run_engine
+from tests.upstreams.reasoning_sessions import sent
 from tests.upstreams.rules import check
 from tests.upstreams.thinking import Ledger
 
@@ -41,10 +43,8 @@ words = st.text(alphabet="abcdefgh é\n", min_size=1, max_size=30)
 
 
 def run(dialect: Dialect, host: str, body: dict[str, Any], store: Any) -> tuple[engine.Outcome, dict[str, Any]]:
-    out = engine.process(engine.Request(dialect, host, 443, json.dumps(body).encode()),
-                         engine.Settings(reasoning=store))
-    assert out.status != "failed", out.reason
-    return out, json.loads(out.body) if out.body is not None else body
+    out = run_engine(dialect, host, body, store)
+    return out, sent(out, body)
 
 
 # -- Chat ---------------------------------------------------------------------------------------------------------

@@ -6,9 +6,14 @@ exactly as it came)."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from llmfix import engine
+from llmfix.memory.learn import StreamLearner
+from llmfix.memory.store import ReasoningStore, ToolCall
+from llmfix.route import Dialect
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.reasoning_canned import anthropic_sse, chat_sse, issued_turn, with_reasoning
 from tests.upstreams.thinking import Ledger
@@ -60,3 +65,26 @@ def claude_code(ledger: Ledger, model: str = "claude-sonnet-4-5-20250929") -> Se
     sse = anthropic_sse(ledger, model, thought, tool_uses=[READ_A])
     replayed["content"] = [issued_turn(ledger, thought)["content"][0], *replayed["content"]]
     return Session(turn1, sse, turn2, thought, at=1)
+
+
+# -- how llmfix sees them ----------------------------------------------------------------------------------------
+
+
+def hear(store: ReasoningStore, dialect: str, sse: str, upstream: str) -> None:
+    """llmfix's memory heard this answer stream by (as the proxy's learner feeds it)."""
+    calls: list[ToolCall] = []
+    learner = StreamLearner(dialect, calls.extend, on_reasoning=store.note, upstream=upstream)
+    learner.feed(sse.encode())
+    learner.feed(b"")
+
+
+def run(dialect: Dialect, host: str, body: dict[str, Any] | bytes, store: Any) -> engine.Outcome:
+    """One request through the engine, with this reasoning memory."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return engine.process(engine.Request(dialect, host, 443, raw), engine.Settings(reasoning=store))
+
+
+def sent(outcome: engine.Outcome, body: dict[str, Any]) -> dict[str, Any]:
+    """What reaches the upstream: the repaired body, or the body itself when nothing changed."""
+    assert outcome.status != "failed", outcome.reason
+    return json.loads(outcome.body) if outcome.body is not None else body

@@ -11,16 +11,16 @@ import pytest
 
 from llmfix import engine
 from llmfix.body.conversation import loads, parse
-from llmfix.memory.learn import StreamLearner
 from llmfix.memory.learn_anthropic_thinking import FOREIGN, block_key, fact_key, marker_key
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
-from llmfix.memory.store import Reasoning, ToolCall
+from llmfix.memory.store import Reasoning
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import drop_foreign_thinking, settled
 from llmfix.repairs.base import Context
 from llmfix.route import Dialect
 from tests.upstreams.reasoning_canned import anthropic_sse, issued_turn
-from tests.upstreams.reasoning_sessions import claude_code
+from tests.upstreams.reasoning_sessions import claude_code, hear, sent
+from tests.upstreams.reasoning_sessions import run as run_engine
 from tests.upstreams.thinking import Ledger
 
 ANTHROPIC = "api.anthropic.com:443/messages"
@@ -30,21 +30,11 @@ UUID = "3f0c2a1e-9b8d-4c7e-a6f5-1d2e3c4b5a69"
 
 
 def heard(store: SqliteReasoningStore, sse: str, upstream: str) -> None:
-    """Memory heard this answer stream by."""
-    calls: list[ToolCall] = []
-    learner = StreamLearner("messages", calls.extend, on_reasoning=store.note, upstream=upstream)
-    learner.feed(sse.encode())
-    learner.feed(b"")
+    hear(store, "messages", sse, upstream)
 
 
 def run(body: dict[str, Any] | bytes, store: Any, host: str = "api.anthropic.com") -> engine.Outcome:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return engine.process(engine.Request(Dialect.MESSAGES, host, 443, raw), engine.Settings(reasoning=store))
-
-
-def sent(outcome: engine.Outcome, body: dict[str, Any]) -> dict[str, Any]:
-    assert outcome.status != "failed", outcome.reason
-    return json.loads(outcome.body) if outcome.body is not None else body
+    return run_engine(Dialect.MESSAGES, host, body, store)
 
 
 class Switched:

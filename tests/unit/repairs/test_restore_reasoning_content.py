@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from llmfix import engine
-from llmfix.memory.learn import StreamLearner
 from llmfix.memory.learn_chat_reasoning import KIND, content_key
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
-from llmfix.memory.store import Reasoning, ToolCall
+from llmfix.memory.store import Reasoning
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import restore_reasoning_content, settled
 from llmfix.repairs.base import Context
 from llmfix.route import Dialect
-from tests.upstreams.reasoning_sessions import THOUGHT, Session, droid, opencode
+from tests.upstreams.reasoning_sessions import THOUGHT, Session, droid, hear, opencode, sent
+from tests.upstreams.reasoning_sessions import run as run_engine
 from tests.upstreams.rules import check
 
 DEEPSEEK = ("api.deepseek.com", "deepseek")
@@ -29,21 +29,12 @@ UP = "api.deepseek.com:443/chat"
 def learned(session: Session, upstream: str = UP) -> SqliteReasoningStore:
     """A memory that saw turn 1's answer stream by."""
     store = SqliteReasoningStore(":memory:")
-    calls: list[ToolCall] = []
-    learner = StreamLearner("chat", calls.extend, on_reasoning=store.note, upstream=upstream)
-    learner.feed(session.sse.encode())
-    learner.feed(b"")
+    hear(store, "chat", session.sse, upstream)
     return store
 
 
 def run(body: dict[str, Any] | bytes, store: Any, host: str = "api.deepseek.com") -> engine.Outcome:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return engine.process(engine.Request(Dialect.CHAT, host, 443, raw), engine.Settings(reasoning=store))
-
-
-def sent(outcome: engine.Outcome, body: dict[str, Any]) -> dict[str, Any]:
-    assert outcome.status != "failed", outcome.reason
-    return json.loads(outcome.body) if outcome.body is not None else body
+    return run_engine(Dialect.CHAT, host, body, store)
 
 
 @pytest.mark.parametrize("version", ["0.215.0", "0.225.2"])
