@@ -41,6 +41,7 @@ blocks and needs its own, Kimi, which does not check) are never touched.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -209,24 +210,25 @@ def _summary(b: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """What the certain check carries: the thinking blocks of the assistant messages before the last one seen, and
-    those of them whose form is bad (cons lists, extended without copying), and the last one's, which turn older
-    once another assistant message follows."""
+    """What the certain check carries: the thinking blocks of the assistant messages before the last one seen (a
+    cons list, extended without copying), the last one's (they turn older once another assistant message follows),
+    and which rejection of which upstream the older ones were last judged against (the marker's value)."""
 
     older: tuple[Any, ...] = ()  # (blocks of one message, rest) pairs
-    bad: tuple[Any, ...] = ()
     last: tuple[Block, ...] = ()
+    judged: tuple[str, str] | None = None
 
-    def extend(self, items: list[Any], start: int) -> Seen:
-        older, bad, last = self.older, self.bad, self.last
+    def extend(self, items: list[Any], start: int) -> tuple[Seen, list[Block]]:
+        """The state for ``items``, and the blocks that turned older in ``items[start:]``."""
+        older, last = self.older, self.last
+        fresh: list[Block] = []
         for i, m in enumerate(items[start:], start):
             if isinstance(m, an.Message) and m.role == "assistant":
                 if last:
                     older = (last, older)
-                    if worse := tuple(b for b in last if b.form is not None):
-                        bad = (worse, bad)
+                    fresh += last
                 last = tuple(_thinking(m, i))
-        return Seen(older, bad, last)
+        return Seen(older, last, self.judged), fresh
 
 
 def _walk(node: tuple[Any, ...]) -> list[Block]:
@@ -238,18 +240,23 @@ def _walk(node: tuple[Any, ...]) -> list[Block]:
 
 
 def _extend(state: Seen | None, items: list[Any], start: int, ctx: Context) -> Seen | None:
-    """Certain that nothing goes: no older block is judged foreign. What the upstream rejected may be learned
-    after a block was first seen (a rejection of a later turn), so the older blocks are judged again on every
-    turn: one memory key says whether this upstream ever rejected one (else only blocks of a bad form, on a
-    profile that judges forms, can go: those few are judged)."""
-    seen = (state or Seen()).extend(items, start)
+    """Certain that nothing goes: no older block is judged foreign. A block is judged when it turns older; what the
+    upstream rejects may be learned later (a rejection of a later turn names an older block), so one memory key —
+    the marker of this upstream's last rejection — is asked on every turn, and when it changed since the older
+    blocks were judged, they all are judged again. A session costs what its new turns add, plus one key."""
+    seen, fresh = (state or Seen()).extend(items, start)
     if not seen.older:
         return seen
-    if rejected_any(ctx):
-        return None if judge(_walk(seen.older), ctx, True) else seen
-    if ctx.profile.anthropic_signed_thinking and seen.bad and judge(_walk(seen.bad), ctx, False):
+    store = ctx.extras.get("reasoning")
+    upstream = str(ctx.extras.get("upstream") or "")
+    marker = store.recall(FOREIGN, [marker_key(upstream)]).get(marker_key(upstream)) if store is not None else None
+    judged = (upstream, marker.value) if marker is not None else None
+    if judged is not None and judged != seen.judged:
+        if judge(_walk(seen.older), ctx, True):
+            return None
+    elif fresh and judge(fresh, ctx, judged is not None):
         return None
-    return seen
+    return dataclasses.replace(seen, judged=judged)
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:

@@ -36,7 +36,7 @@ no record, so nothing is added to it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,41 +65,42 @@ def _keys(m: ch.Message) -> list[str]:
     return turn_keys(_calls(m), m.content if isinstance(m.content, str) else ch.text_of(m.content))
 
 
+RECHECK_S = 60.0
+"""How long a message that needs its reasoning, but had no record when first seen, is asked about again."""
+CLOCK = time.monotonic
+
+
 @dataclass(frozen=True, slots=True)
 class Spans:
-    """What the certain check carries from one turn to the next: the keys of the messages lacking their reasoning
-    in closed spans that held a tool call (a cons list: each turn adds to it without copying), and the open span's
-    (which needs them only once a tool call joins it)."""
+    """What the certain check carries from one turn to the next: the open span's messages lacking their reasoning
+    while it has no tool call (they need it once one joins), whether it has one, and the messages that began to
+    need their reasoning within :data:`RECHECK_S`, with when (they are asked about again until then)."""
 
-    closed: tuple[Any, ...] = ()  # (keys of one message, rest) pairs
     open: tuple[tuple[str, ...], ...] = ()
     open_calls: bool = False
+    recent: tuple[tuple[tuple[str, ...], float], ...] = ()
 
-    def extend(self, items: list[Any], start: int) -> Spans:
-        closed, open_, calls = self.closed, list(self.open), self.open_calls
+    def extend(self, items: list[Any], start: int, now: float) -> Spans:
+        """The state for ``items``: the messages that began to need their reasoning in ``items[start:]`` join the
+        recent ones, those asked about for :data:`RECHECK_S` leave them."""
+        open_, calls = list(self.open), self.open_calls
+        needy: list[tuple[str, ...]] = []
         for m in items[start:]:
             if not isinstance(m, ch.Message):
                 continue
             if m.role == "user":
-                if calls:
-                    for keys in open_:
-                        closed = (keys, closed)
                 open_, calls = [], False
             elif m.role == "assistant":
-                calls = calls or bool(_calls(m))
+                if not calls and _calls(m):
+                    calls, needy, open_ = True, needy + open_, []
                 if _lacks(m) and (keys := tuple(_keys(m))):
-                    open_.append(keys)
-        return Spans(closed, tuple(open_), calls)
+                    (needy if calls else open_).append(keys)
+        recent = tuple((keys, t) for keys, t in self.recent if now - t < RECHECK_S)
+        return Spans(tuple(open_), calls, recent + tuple((keys, now) for keys in needy))
 
-    def wanted(self) -> Iterator[str]:
-        """Every key of a message that needs its reasoning back."""
-        node = self.closed
-        while node:
-            keys, node = node
-            yield from keys
-        if self.open_calls:
-            for keys in self.open:
-                yield from keys
+    def asked(self) -> list[str]:
+        """The keys to ask memory about on this turn."""
+        return list(dict.fromkeys(k for keys, _ in self.recent for k in keys))
 
 
 def _needy(items: list[Any]) -> list[int]:
@@ -146,14 +147,16 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _extend(state: Spans | None, items: list[Any], start: int, ctx: Context) -> Spans | None:
-    """Certain that nothing comes back: no message that needs its reasoning has a record. Memory may learn one
-    after a turn was first seen (a fleet instance writes a few ms later), so every such message, old or new, is
-    asked again on every turn; a session that keeps its reasoning has none to ask."""
-    spans = (state or Spans()).extend(items, start)
+    """Certain that nothing comes back: no message that needs its reasoning has a record. Memory may learn one a
+    moment after a turn was first seen (a fleet instance's write lands a few ms later, at worst within
+    ``llmfix_memory_timeout``), so such a message is asked about again on every turn for :data:`RECHECK_S`; after
+    that its record will not come (a record is written while the answer streams, before the client can replay it),
+    and a long session that never had its reasoning costs what its new turns add, not what it holds."""
+    spans = (state or Spans()).extend(items, start, CLOCK())
     store = ctx.extras.get("reasoning")
     if store is None or not ctx.profile.chat_reasoning_content:
         return spans
-    wanted = list(dict.fromkeys(spans.wanted()))
+    wanted = spans.asked()
     if wanted and any(r.value for r in store.recall(KIND, wanted).values()):
         return None
     return spans

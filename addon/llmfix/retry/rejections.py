@@ -126,7 +126,7 @@ def foreign_thinking(found: Match, body: dict[str, Any], upstream: str) -> list[
         return []
     why = f"{found.rule.name} at messages.{n}.content.{m}"
     return [Reasoning(FOREIGN, fact_key(key, upstream), why, upstream),
-            Reasoning(FOREIGN, marker_key(upstream), why, upstream)]
+            Reasoning(FOREIGN, marker_key(upstream), key, upstream)]  # its value changes with each block taught
 
 
 RULES: tuple[Rule, ...] = (

@@ -204,3 +204,29 @@ def test_the_certain_check_asks_again_once_the_upstream_rejected_a_block() -> No
     other = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None,
                     {"reasoning": s.store, "upstream": "gateway.test:443/messages"})
     assert settled.settle([repair], state, conv.items, len(conv.items), other)[0] is not None  # not its rejection
+
+
+def test_a_long_session_asks_one_key_and_its_new_blocks_once_a_rejection_is_known() -> None:
+    """After a rejection (of another session's block) the marker stays; a continued session asks it, and only its
+    blocks that just turned older are judged: the cost does not grow with the session."""
+    from tests.unit.repairs.test_restore_reasoning_content import Counting
+
+    ledger = Ledger()
+    store = Counting(":memory:")
+
+    def items(n: int) -> list[Any]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+        for k in range(n):
+            messages += [issued_turn(ledger, f"t{k}", text=f"answer {k}"), {"role": "user", "content": f"q{k}"}]
+        return parse(Dialect.MESSAGES, loads(json.dumps({"model": MODEL, "messages": messages}).encode())).items
+
+    teach(store, {"type": "thinking", "thinking": "elsewhere", "signature": "x"})
+    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, Dialect.MESSAGES)
+    ctx = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None, {"reasoning": store, "upstream": ANTHROPIC})
+    repair = drop_foreign_thinking.REPAIR
+    first = items(100)
+    state, _ = settled.settle([repair], None, first, 0, ctx)
+    assert state is not None
+    store.asked = 0
+    assert settled.settle([repair], state, items(101), len(first), ctx)[0] is not None
+    assert store.asked == 2  # the marker, and the one block that turned older

@@ -135,3 +135,44 @@ def test_the_certain_check_asks_again_when_memory_learns_later() -> None:
     assert state is not None and n == 1  # nothing known: certain
     store.note([Reasoning(KIND, "call_9", "late", UP)])
     assert settled.settle([repair], state, conv.items, len(conv.items), ctx) == (None, 0)
+
+
+class Counting(SqliteReasoningStore):
+    """A memory that counts the keys it is asked about."""
+
+    asked = 0
+
+    def recall(self, kind: str, keys: Any) -> dict[str, Reasoning]:
+        keys = list(keys)
+        self.asked += len(keys)
+        return super().recall(kind, keys)
+
+
+def test_a_long_session_that_never_had_its_reasoning_asks_only_about_its_new_turns(monkeypatch) -> None:
+    """Asked again for RECHECK_S after a message first needs it (a fleet's write may land late), then no more:
+    the certain check costs what a turn adds, not what the session holds."""
+    from llmfix.body.conversation import loads, parse
+
+    def items(n: int) -> list[Any]:
+        messages = [msg("user", "go")]
+        for k in range(n):
+            messages += [msg("assistant", None, (f"call_{k}",)), msg("tool", "x") | {"tool_call_id": f"call_{k}"}]
+        conv = parse(Dialect.CHAT, loads(json.dumps({"model": "deepseek-v4-flash", "messages": messages}).encode()))
+        return conv.items
+
+    now = [1000.0]
+    monkeypatch.setattr(restore_reasoning_content, "CLOCK", lambda: now[0])
+    store = Counting(":memory:")
+    resolved = ProfileTable().resolve("api.deepseek.com", 443, "deepseek-v4-flash", Dialect.CHAT)
+    ctx = Context(Dialect.CHAT, resolved.profile, "deepseek-v4-flash", None, None, {"reasoning": store})
+    repair = restore_reasoning_content.REPAIR
+    first = items(50)
+    state, _ = settled.settle([repair], None, first, 0, ctx)
+    assert state is not None and store.asked == 50
+    now[0] += 10
+    state, _ = settled.settle([repair], state, items(51), len(first), ctx)
+    assert state is not None and store.asked == 50 + 51  # within the window: all asked again
+    now[0] += restore_reasoning_content.RECHECK_S
+    store.asked = 0
+    assert settled.settle([repair], state, items(52), len(first) + 2, ctx)[0] is not None
+    assert store.asked == 1  # only the new turn
