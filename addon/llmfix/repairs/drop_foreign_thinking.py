@@ -135,12 +135,13 @@ def judge(blocks: list[Block], ctx: Context, rejected: bool | None = None) -> di
                 return (r.upstream, r.value) if r is not None else None
 
             own = (upstream, ctx.model or "")
-            rejected = {origin(k) for k in named}
+            origins = {origin(k) for k in named}
             for k in keys:
+                o = origin(k)
                 if k in named:
                     drop[k] = "this upstream rejected it before"
-                elif origin(k) in rejected and origin(k) != own:
-                    where = "of unknown origin" if origin(k) is None else f"issued by {origin(k)[0]}"  # type: ignore[index]
+                elif o in origins and o != own:
+                    where = "of unknown origin" if o is None else f"issued by {o[0]}"
                     drop[k] = f"{where}, like a block this upstream rejected"
     if ctx.profile.anthropic_signed_thinking:
         bad = {b.key: b.form for b in blocks if b.form is not None and b.key not in drop}

@@ -11,10 +11,11 @@ later one (session-killers §3.1, wire-formats §7). Clients that lose it: Facto
 qwen-code, gateways converting from Anthropic (cc-switch).
 
 What it does, on profiles with ``chat_reasoning_content`` (DeepSeek, Moonshot/Kimi; an upstream without a
-profile learns the flag from its 400): every assistant message that lacks its reasoning — no field, ``null`` or
-``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it (memory/learn_chat_reasoning.py:
-by its tool call ids, else its text), byte for byte. A message that carries a non-empty reasoning keeps it, even
-one that differs from the record: the client's is never overwritten.
+profile learns the flag from its 400): an assistant message that needs its reasoning (below) and lacks it — no
+field, ``null`` or ``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it
+(memory/learn_chat_reasoning.py: by its tool call ids, else its text, a short text not at all), byte for byte. A
+message that carries a non-empty reasoning keeps it, even one that differs from the record: the client's is never
+overwritten.
 
 Which messages (the scope is UNCERTAIN in session-killers §3.1): the assistant messages of every user-to-user
 span that holds a tool call, the span still open after the last user message included. That is DeepSeek's own
@@ -27,11 +28,12 @@ reports that it is needed on "every" assistant message come from clients padding
 #15717, not from a rejection outside such a span).
 
 Nothing recorded (the turn streamed past another llmfix, or before this one ran): the message goes as it is, and
-the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning, and the evidence
-says placeholders do not pass either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897)
-and an empty string was rejected as missing (HKUDS/nanobot #946; whether ``""`` ever passes is UNCERTAIN,
-session-killers §3.1). Whether the request has thinking on is not judged: a turn answered without thinking left
-no record, so nothing is added to it.
+the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning, and it is no sure
+way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an empty string was
+rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and reports sessions
+working (#15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and sending it would hide the lost
+reasoning from the model without saying so. Whether the request has thinking on is not judged: a turn answered
+without thinking left no record, so nothing is added to it.
 """
 
 from __future__ import annotations
