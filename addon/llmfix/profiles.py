@@ -59,6 +59,16 @@ class Profile(BaseModel):
     """May an Anthropic ``messages[]`` entry have ``role:"system"`` (mid-conversation system messages, which
     Claude Code sends since 2.1.154). False: folded into user messages (session-killers §2.3: DeepSeek 400
     ``unknown variant `system` ``, GLM 422 ``Input should be 'user' or 'assistant'``, MiniMax 400 ``(2013)``)."""
+    chat_reasoning_content: bool = False
+    """Must a Chat assistant turn be replayed with the ``reasoning_content`` it was answered with (thinking mode:
+    DeepSeek 400 ``The `reasoning_content` in the thinking mode must be passed back to the API.``, Kimi 400
+    ``thinking is enabled but reasoning_content is missing in assistant tool call message at index N``,
+    session-killers §3.1). True: restore-reasoning-content gives it back from memory where it was lost."""
+    anthropic_signed_thinking: bool = False
+    """Does the upstream verify the ``signature`` of every thinking block against its own (Anthropic:
+    ``messages.N.content.M: Invalid `signature` in `thinking` block``, session-killers §3.2). True: blocks whose
+    form shows they are not its own (no or an empty signature, a message-UUID signature) leave the older turns
+    up front; a rejection naming a block teaches the rest on any upstream (drop-foreign-thinking)."""
 
 
 TEXT_ONLY = frozenset({"text"})
@@ -77,12 +87,16 @@ BUILTIN: dict[str, Profile] = {
             responses_tool_output_array=False,
             responses_image_requires_url=True,
         ),
-        Profile(name="deepseek", catalogue="deepseek", chat_tool_text_array=False, media_input=False),
+        # Thinking mode is on by default for DeepSeek's V4 models (api-docs.deepseek.com thinking_mode): the Chat
+        # API then wants each turn's reasoning_content back. Whether a request has it on is not judged: the
+        # repair only gives back what the answer carried, and DeepSeek ignores it where it does not need it.
+        Profile(name="deepseek", catalogue="deepseek", chat_tool_text_array=False, media_input=False,
+                chat_reasoning_content=True),
         # DeepSeek's Messages API reference lists image blocks (base64, url, file) as supported, in user
         # content and in tool_result content: no media_input=false here, no catalogue (its text-only entries
         # describe the Chat API). Mid-conversation system messages: 400 (session-killers §2.3).
         Profile(name="deepseek-anthropic", anthropic_system_messages=False),
-        Profile(name="anthropic", catalogue="anthropic"),
+        Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True),
         Profile(name="openrouter", catalogue="openrouter"),
         # Anthropic-compatible endpoints (session-killers §2.1, §2.3). The Chat side of these vendors gets the
         # spec reading; only the Messages side has known rejections.
@@ -92,7 +106,10 @@ BUILTIN: dict[str, Profile] = {
         Profile(name="qwen-anthropic", catalogue="alibaba", anthropic_system_messages=False),  # 400
         Profile(name="minimax", catalogue="minimax"),
         Profile(name="minimax-anthropic", catalogue="minimax", anthropic_system_messages=False),  # 400 (2013)
-        Profile(name="moonshot", catalogue="moonshotai"),
+        # Kimi's thinking models (kimi-k2-thinking, K2.5 and later) on its OpenAI-compatible API: 400 ``thinking is
+        # enabled but reasoning_content is missing…`` (session-killers §3.1). UNCERTAIN which models and requests
+        # have thinking on; a turn answered without reasoning gave none to restore.
+        Profile(name="moonshot", catalogue="moonshotai", chat_reasoning_content=True),
         # Kimi publishes no contract for its Anthropic endpoint; no rejection text is known. Inference: its
         # chat-template backend takes no system turn mid-conversation, like the others; the fold sends what
         # Claude Code itself sends to models without the feature, so it is safe if Kimi would accept them.

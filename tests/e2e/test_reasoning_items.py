@@ -1,5 +1,5 @@
 """Responses reasoning items end to end: a real mitmdump with llmfix, the openai SDK, the strict mock that checks
-reasoning items as OpenAI does (tests/upstreams/reasoning_rules.py), on Codex's captured turns.
+reasoning items as OpenAI does (tests/upstreams/reasoning_items_rules.py), on Codex's captured turns.
 
 Turn 1 is streamed through llmfix (Codex's capture, answered by a gpt-5.5-like reasoning item and the captured
 ``view_image`` call), so llmfix learns which item followed which reasoning item. Turn 2 is Codex's capture with
@@ -28,7 +28,7 @@ from tests.e2e.test_retry import PROBE_SCRIPT, records
 from tests.upstreams.captures import capture_json
 from tests.upstreams.mock import ORIGINAL_HOST_HEADER, MockUpstream
 from tests.upstreams.reasoned import codex_answer, codex_turn2, responses_sse
-from tests.upstreams.reasoning_rules import organization_for
+from tests.upstreams.reasoning_items_rules import organization_for
 
 pytestmark = pytest.mark.timeout(180)
 FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"

@@ -33,7 +33,7 @@ from tests.redis_server import RedisServer, needs_redis, until
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoned import codex_answer, codex_turn2, responses_sse
-from tests.upstreams.reasoning_rules import organization_for
+from tests.upstreams.reasoning_items_rules import organization_for
 
 pytestmark = [needs_redis, pytest.mark.timeout(240)]
 FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"

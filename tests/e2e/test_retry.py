@@ -224,7 +224,8 @@ DEEPSEEK_LIKE = "llm.deepseek-like.test"
 
 
 def chat_body(question: str) -> dict[str, Any]:
-    return {"model": "deepseek-v4-flash", "messages": [
+    # thinking off: with it on (DeepSeek V4's default) this replay would also want each turn's reasoning back
+    return {"model": "deepseek-v4-flash", "extra_body": {"thinking": {"type": "disabled"}}, "messages": [
         {"role": "user", "content": "Read notes.txt"},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_ds_1", "type": "function",

@@ -36,7 +36,7 @@ from llmfix.retry.learned import LearnedQuirks
 from llmfix.route import Dialect
 from tests.property.budget import BUDGET
 from tests.upstreams import rules
-from tests.upstreams.reasoning_rules import Ledger, Organization
+from tests.upstreams.reasoning_items_rules import Ledger, Organization
 
 ORG = Organization("org-property")
 HOST = "api.openai.com"

@@ -16,7 +16,7 @@ from mitmproxy.net import encoding
 
 from tests.upstreams import canned
 from tests.upstreams.errors import Rejection, invalid_json, openai_error
-from tests.upstreams.reasoning_rules import organization_for
+from tests.upstreams.reasoning_items_rules import organization_for
 from tests.upstreams.rules import check, dialect_of
 from tests.upstreams.sse import CannedSSE, write_events
 
@@ -66,10 +66,10 @@ class MockHandler(BaseHTTPRequestHandler):
             rejection = openai_error(f"Invalid URL ({self.command} {self.path})", reason="unknown-url",
                                      status=404)
         if rejection is None:
-            rejection = check(rules, self.path, data)
+            rejection = check(rules, self.path, data) or self.mock.ledger.check(rules, dialect, data)
         org = organization_for(headers)
         if rejection is None and dialect == "responses" and rules == "openai":
-            rejection = self.mock.ledger.check(org, data)
+            rejection = self.mock.items_ledger.check(org, data)
         streamed = rejection is None and data.get("stream") is True
         self.mock.record(
             method=self.command, path=self.path, headers=headers, body=raw, json=data, rules=rules,
@@ -79,13 +79,14 @@ class MockHandler(BaseHTTPRequestHandler):
             self._send_json(rejection.status, rejection.body)
         elif streamed:
             sse = self.mock.next_sse() or CannedSSE(canned.default_sse(dialect, data))
+            self.mock.ledger.observe(rules, dialect, sse.text)
             if dialect == "responses":
-                self.mock.ledger.issue(org, canned.completed_response(sse.text), data.get("previous_response_id"))
+                self.mock.items_ledger.issue(org, canned.completed_response(sse.text), data.get("previous_response_id"))
             self._send_sse(sse)
         else:
             answer = canned.default_json(dialect, data)
             if dialect == "responses":
-                self.mock.ledger.issue(org, answer, data.get("previous_response_id"))
+                self.mock.items_ledger.issue(org, answer, data.get("previous_response_id"))
             self._send_json(200, answer)
 
     def _parse(self, raw: bytes, headers: dict[str, str], rules: str) -> tuple[Any, Rejection | None]:

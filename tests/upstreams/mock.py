@@ -23,9 +23,10 @@ from types import TracebackType
 from typing import Any
 
 from tests.upstreams.handler import MockHandler
-from tests.upstreams.reasoning_rules import Ledger
+from tests.upstreams.reasoning_items_rules import Ledger as ItemsLedger
 from tests.upstreams.rules import RULE_SETS, rules_for_host
 from tests.upstreams.sse import CannedSSE, Framing
+from tests.upstreams.thinking import Ledger
 
 ORIGINAL_HOST_HEADER = "x-llmfix-test-original-host"
 BY_HOST = "by-host"
@@ -104,7 +105,8 @@ class MockUpstream:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._sse: deque[CannedSSE] = deque()
-        self.ledger = Ledger()  # the reasoning items it issued, per organization (tests/upstreams/reasoning_rules.py)
+        self.ledger = Ledger()  # the thinking it signed and the reasoning it issued (tests/upstreams/thinking.py)
+        self.items_ledger = ItemsLedger()  # the Responses reasoning items it issued, per organization
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 

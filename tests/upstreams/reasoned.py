@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.upstreams.canned import completed_response
 from tests.upstreams.captures import capture_bytes, capture_json
-from tests.upstreams.reasoning_rules import Organization
+from tests.upstreams.reasoning_items_rules import Organization
 
 CODEX_CALL_ID = "call_mock883ae17f536f41f8a10f_0"
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tests.upstreams import chat_rules, compat_rules, messages_rules, responses_rules
+from tests.upstreams import chat_rules, compat_rules, messages_rules, reasoning_rules, responses_rules
 from tests.upstreams.errors import Rejection
 
 __all__ = ["RULE_SETS", "Rejection", "check", "dialect_of", "rules_for_host"]
 
 Dialect = Literal["responses", "chat", "messages"]
-RULE_SETS = ("xai", "openai", "deepseek", "anthropic", "spec", "glm", "minimax")
+RULE_SETS = ("xai", "openai", "deepseek", "anthropic", "spec", "glm", "minimax", "moonshot")
 HOST_RULES = {
     "api.x.ai": "xai",
     "api.openai.com": "openai",
@@ -25,6 +25,11 @@ HOST_RULES = {
     "open.bigmodel.cn": "glm",
     "api.z.ai": "glm",
     "api.minimax.io": "minimax",
+    "api.moonshot.ai": "moonshot",
+    "api.moonshot.cn": "moonshot",
+    # gateways in front of a vendor: hosts llmfix has no profile for, answering as the vendor behind them
+    "deepseek.gateway.test": "deepseek",
+    "claude.gateway.test": "anthropic",
 }
 
 
@@ -59,7 +64,9 @@ def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
         return responses_rules.check_xai(body) if rules == "xai" else responses_rules.check_openai(body)
     if dialect == "chat":
         if rules == "deepseek":
-            return chat_rules.check_deepseek(body)
+            return chat_rules.check_deepseek(body) or reasoning_rules.check_deepseek(body)
+        if rules == "moonshot":
+            return chat_rules.check_openai(body) or reasoning_rules.check_kimi(body)
         if rules == "xai":
             return chat_rules.check_xai(body)
         return chat_rules.check_openai(body)

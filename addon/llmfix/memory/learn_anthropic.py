@@ -1,12 +1,18 @@
-"""Learning tool calls in Anthropic Messages: ``tool_use`` blocks of assistant messages, JSON answers and SSE events."""
+"""Learning tool calls in Anthropic Messages: ``tool_use`` blocks of assistant messages, JSON answers and SSE events.
+
+Which upstream issued which thinking block is learned beside them, by :mod:`.learn_anthropic_thinking` (its
+records: see there)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from llmfix.memory.learn_base import dicts, json_text
+from llmfix.memory.learn_anthropic_thinking import ThinkingAssembler, reasoning_in_response
+from llmfix.memory.learn_base import Out, dicts, json_text
 from llmfix.memory.store import ToolCall
+
+__all__ = ["Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
 
 
 def _anthropic_call(block: Any) -> ToolCall | None:
@@ -40,13 +46,15 @@ class Assembler:
     def __init__(self) -> None:
         # block index -> [id, name, input (from content_block_start), fragments]
         self._pending: dict[Any, list[Any]] = {}
+        self._thinking = ThinkingAssembler()
 
     def wants(self, event: bytes) -> bool:
         return b"tool_use" in event or (
             bool(self._pending) and (b"input_json_delta" in event or b"content_block_stop" in event)
-        )
+        ) or self._thinking.wants(event)
 
-    def on_event(self, data: Any, out: list[ToolCall]) -> None:
+    def on_event(self, data: Any, out: Out) -> None:
+        self._thinking.on_event(data, out)
         if not isinstance(data, dict):
             return
         kind, index = data.get("type"), data.get("index")
@@ -61,13 +69,15 @@ class Assembler:
         elif kind == "content_block_stop" and index in self._pending:
             self._emit(index, out)
 
-    def _emit(self, index: Any, out: list[ToolCall]) -> None:
+    def _emit(self, index: Any, out: Out) -> None:
         call_id, name, start_input, pieces = self._pending.pop(index)
         out.append(ToolCall(call_id, name, "".join(pieces) or start_input, "messages"))
 
-    def finish(self, out: list[ToolCall]) -> None:
+    def finish(self, out: Out) -> None:
         for index in list(self._pending):
             self._emit(index, out)
+        self._thinking.finish(out)
 
     def forget_partial(self) -> None:
         self._pending.clear()
+        self._thinking.forget_partial()

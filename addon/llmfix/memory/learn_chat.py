@@ -1,12 +1,18 @@
-"""Learning tool calls in Chat Completions: ``tool_calls[]`` of assistant messages, JSON answers and SSE deltas."""
+"""Learning tool calls in Chat Completions: ``tool_calls[]`` of assistant messages, JSON answers and SSE deltas.
+
+The reasoning a thinking-mode answer carries (``reasoning_content``) is learned beside them, by
+:mod:`.learn_chat_reasoning` (its records: see there)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from llmfix.memory.learn_base import dicts, json_text
+from llmfix.memory.learn_base import Out, dicts, json_text
+from llmfix.memory.learn_chat_reasoning import ReasoningAssembler, reasoning_in_response
 from llmfix.memory.store import ToolCall
+
+__all__ = ["Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
 
 
 def _chat_call(tc: Any) -> ToolCall | None:
@@ -53,11 +59,14 @@ class Assembler:
     def __init__(self) -> None:
         # (choice index, tool-call index) -> [id, name, argument fragments, kind]
         self._pending: dict[tuple[Any, Any], list[Any]] = {}
+        self._reasoning = ReasoningAssembler()
 
     def wants(self, event: bytes) -> bool:
-        return b"tool_calls" in event or (bool(self._pending) and b"finish_reason" in event)
+        return (b"tool_calls" in event or (bool(self._pending) and b"finish_reason" in event)
+                or self._reasoning.wants(event))
 
-    def on_event(self, data: Any, out: list[ToolCall]) -> None:
+    def on_event(self, data: Any, out: Out) -> None:
+        self._reasoning.on_event(data, out)
         for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
             ci = choice.get("index", 0)
             delta = choice.get("delta")
@@ -67,7 +76,7 @@ class Assembler:
             if choice.get("finish_reason"):
                 self._emit([k for k in self._pending if k[0] == ci], out)
 
-    def _add(self, ci: Any, ti: Any, tc: dict[str, Any], out: list[ToolCall]) -> None:
+    def _add(self, ci: Any, ti: Any, tc: dict[str, Any], out: Out) -> None:
         key = (ci, ti)
         call_id = tc.get("id")
         entry = self._pending.get(key)
@@ -88,14 +97,16 @@ class Assembler:
             if isinstance(piece, str):
                 entry[2].append(piece)
 
-    def _emit(self, keys: list[tuple[Any, Any]], out: list[ToolCall]) -> None:
+    def _emit(self, keys: list[tuple[Any, Any]], out: Out) -> None:
         for key in keys:  # insertion order: the order the calls began
             call_id, name, pieces, kind = self._pending.pop(key)
             if call_id and name:
                 out.append(ToolCall(call_id, name, "".join(pieces), "chat", kind))
 
-    def finish(self, out: list[ToolCall]) -> None:
+    def finish(self, out: Out) -> None:
         self._emit(list(self._pending), out)
+        self._reasoning.finish(out)
 
     def forget_partial(self) -> None:
         self._pending.clear()
+        self._reasoning.forget_partial()

@@ -15,6 +15,12 @@ the ids that would ask for a missing one — before hoisting, whose user message
 results and so never between a reasoning item and the item it produced; media a
 text-only model cannot take are then omitted everywhere else; text arrays are flattened last
 (pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
+
+Reasoning state: drop-foreign-thinking comes right after the fold, before anything else looks at assistant turns:
+it may drop an older assistant message that held only foreign thinking, and the pairing repairs must see the
+conversation without it. restore-reasoning-content comes right after pair-tool-calls: which assistant messages need
+their reasoning depends on where the user messages are (untangle-tool-run moves Droid's out of tool runs), and it
+only adds a field to assistant messages, which no later repair looks at.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 
 from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
+    drop_foreign_thinking,
     drop_unverifiable_reasoning,
     flatten_tool_text,
     fold_system_messages,
@@ -30,6 +37,7 @@ from llmfix.repairs import (
     omit_unsupported_media,
     pair_reasoning_items,
     pair_tool_calls,
+    restore_reasoning_content,
     restore_text_media,
     restore_tool_media,
     untangle_tool_run,
@@ -39,10 +47,12 @@ from llmfix.report.changes import Change
 
 PIPELINE: tuple[Repair, ...] = (
     fold_system_messages.REPAIR,
+    drop_foreign_thinking.REPAIR,
     restore_tool_media.REPAIR,
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
     pair_tool_calls.REPAIR,
+    restore_reasoning_content.REPAIR,
     drop_unverifiable_reasoning.REPAIR,
     pair_reasoning_items.REPAIR,
     hoist_tool_media.REPAIR,

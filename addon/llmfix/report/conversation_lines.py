@@ -97,7 +97,7 @@ def answer_lines(dialect: Dialect, obj: dict[str, Any]) -> list[str]:
         for i, c in enumerate(dicts(obj.get("choices"))):
             m = c.get("message") if isinstance(c.get("message"), dict) else {}
             msgs.append(m)
-            reasoning = m.get("reasoning_content") or m.get("reasoning")
+            reasoning = None if m.get("reasoning_content") else m.get("reasoning")  # render shows reasoning_content
             extras[i] = [f"reasoning {redact_text(reasoning, TEXT)!r}"] if isinstance(reasoning, str) else []
         return _with_extras(render.lines(dialect, TypeAdapter(list[ch.Message]).validate_python(msgs)), extras)
     if dialect is Dialect.RESPONSES:

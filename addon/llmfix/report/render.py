@@ -52,6 +52,8 @@ def lines(dialect: str, items: list[Any]) -> list[str]:
             if m.tool_call_id is not None:
                 head += f" (tool_call_id={m.tool_call_id})"
             out.append(head)
+            if isinstance(reasoning := (m.__pydantic_extra__ or {}).get("reasoning_content"), str) and reasoning:
+                out.append(f"    reasoning {_text(reasoning)}")
             out.extend(f"    {line}" for line in _content(m.content))
             for tc in m.tool_calls or []:
                 fn = tc.function

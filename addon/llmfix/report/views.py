@@ -50,8 +50,8 @@ def diff_text(info: dict) -> str:
 
 
 def learned_text(learned: list[dict[str, object]]) -> str:
-    """What a retry learned, in words: flags as ``flag=value``, a rule's facts as their kind and key's head."""
-    return ", ".join(f"{x['flag']}={str(x['value']).lower()}" if "flag" in x else f"{x.get('fact')} {x.get('key')}…"
+    """What a retry learned, in words: flags as ``flag=value``, facts as their kind and the start of their key."""
+    return ", ".join(f"{x['flag']}={str(x['value']).lower()}" if "flag" in x else f"{x.get('fact')} {x.get('key')}"
                      for x in learned) or "nothing"
 
 

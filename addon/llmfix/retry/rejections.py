@@ -38,6 +38,15 @@ Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` =
   ``store: false``, ``Item with id 'rs_…' not found. Items are not persisted when `store` is set to false.``
   (**404** in one report, so 404 is read for that rule alone). They teach facts about the body
   (``retry/reasoning_facts.py``), never flags.
+- Thinking mode wanting each turn's ``reasoning_content`` back (SK §3.1): DeepSeek 400 ``The `reasoning_content`
+  in the thinking mode must be passed back to the API.`` (also without the backticks, and through gateways as
+  ``Error from provider (DeepSeek): …`` or ``[invalid_request_error] …``), its older ``Missing `reasoning_content`
+  field in the assistant message at message index N``, Kimi 400 ``thinking is enabled but reasoning_content is
+  missing in assistant tool call message at index N``. They teach ``chat_reasoning_content``, so that a gateway in
+  front of DeepSeek or Kimi gets restore-reasoning-content (and the one resend, when memory has the reasoning).
+- Anthropic's signature check (SK §3.2): ``messages.N.content.M: Invalid `signature` in `thinking` block`` and
+  ``messages.N.content.M.thinking.signature: Field required``. Only the upstream can judge a signature, and the
+  text names the block: the rule teaches facts, not a flag (:func:`foreign_thinking`).
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from typing import Any
 
 import orjson
 
+from llmfix.memory.learn_anthropic_thinking import FOREIGN, TYPES, block_key, fact_key, marker_key
 from llmfix.memory.store import Reasoning
 from llmfix.profiles import FLAGS
 from llmfix.retry import reasoning_facts
@@ -102,6 +112,32 @@ NO_TOOL_TEXT_ARRAY = ("chat_tool_text_array", False)
 NO_MEDIA = ("media_input", False)
 NO_TOOL_RESULT_MEDIA = ("anthropic_tool_result_media", False)
 NO_SYSTEM_MESSAGES = ("anthropic_system_messages", False)  # fold-system-messages' flag
+REASONING_BACK = ("chat_reasoning_content", True)  # restore-reasoning-content's flag
+_THINKING_BLOCK = re.compile(r"messages\.(\d+)\.content\.(\d+)(?:\.thinking\.signature: Field required|: Invalid "
+                             r"`signature` in `thinking` block)")
+
+
+def foreign_thinking(found: Match, body: dict[str, Any], upstream: str) -> list[Reasoning]:
+    """What Anthropic's signature rejection teaches about the body llmfix sent: the block it names (``messages.N.
+    content.M``) is not this upstream's, and this upstream rejects blocks (the marker drop-foreign-thinking asks
+    first). Nothing when the text names no thinking block of an older assistant turn: the latest one is never
+    changed, so a rejection of it teaches nothing that could be resent."""
+    hit = _THINKING_BLOCK.search(found.text)
+    messages = body.get("messages")
+    if hit is None or not isinstance(messages, list):
+        return []
+    n, m = int(hit.group(1)), int(hit.group(2))
+    latest = max((i for i, msg in enumerate(messages) if isinstance(msg, dict) and msg.get("role") == "assistant"),
+                 default=-1)
+    content = messages[n].get("content") if n < latest and isinstance(messages[n], dict) else None
+    block = content[m] if isinstance(content, list) and m < len(content) and isinstance(content[m], dict) else None
+    key = block_key(block) if block is not None and block.get("type") in TYPES else None
+    if key is None:
+        return []
+    why = f"{found.rule.name} at messages.{n}.content.{m}"
+    return [Reasoning(FOREIGN, fact_key(key, upstream), why, upstream),
+            Reasoning(FOREIGN, marker_key(upstream), key, upstream)]  # its value changes with each block taught
+
 
 RULES: tuple[Rule, ...] = (
     # -- Responses ----------------------------------------------------------------------------------------
@@ -139,6 +175,12 @@ RULES: tuple[Rule, ...] = (
           r"with ['\"]tool_calls['\"]"),
     _rule("chat-missing-tool-results", "chat", (400,),
           r"(?i)an assistant message with ['\"]tool_calls['\"] must be followed by tool messages"),
+    _rule("chat-reasoning-content-deepseek", "chat", (400,),
+          r"The `?reasoning_content`? in the thinking mode must be passed back to the API", REASONING_BACK),
+    _rule("chat-reasoning-content-missing", "chat", (400,),
+          r"Missing `?reasoning_content`? field in the assistant message at message index \d+", REASONING_BACK),
+    _rule("chat-reasoning-content-kimi", "chat", (400,),
+          r"thinking is enabled but reasoning_content is missing in assistant tool call message", REASONING_BACK),
     # -- Anthropic Messages -------------------------------------------------------------------------------
     _rule("messages-image-in-tool-result", "messages", (400, 422),
           r"messages\[\d+\]\.content\[\d+\]\.content\[\d+\](?:\.type)?: unknown variant `image`", NO_TOOL_RESULT_MEDIA),
@@ -154,6 +196,7 @@ RULES: tuple[Rule, ...] = (
           r"`tool_use` ids were found without `tool_result` blocks immediately after"),
     _rule("messages-orphan-tool-result", "messages", (400,),
           r"unexpected `tool_use_id` found in `tool_result` blocks"),
+    _rule("messages-thinking-signature", "messages", (400,), _THINKING_BLOCK.pattern, facts=foreign_thinking),
 )
 
 

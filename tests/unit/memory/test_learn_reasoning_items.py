@@ -13,7 +13,7 @@ from llmfix.memory import learn_responses as lr
 from llmfix.memory.learn import StreamLearner, learn_json_response
 from llmfix.memory.store import Reasoning, ToolCall
 from tests.upstreams.reasoned import codex_answer, reasoning_item, responses_sse
-from tests.upstreams.reasoning_rules import Organization
+from tests.upstreams.reasoning_items_rules import Organization
 
 ORG = Organization("org-test")
 UP = "api.openai.com:443/responses"

@@ -1,6 +1,6 @@
 """pair-reasoning-items and drop-unverifiable-reasoning on Codex's captured turns, through the engine: what the
 memory learned from the streamed answer, or what the upstream's rejection taught, decides; the strict mock's
-checks (tests/upstreams/reasoning_rules.py) judge the result; valid turns leave byte-identical."""
+checks (tests/upstreams/reasoning_items_rules.py) judge the result; valid turns leave byte-identical."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from llmfix.retry.learned import LearnedQuirks
 from llmfix.route import Dialect
 from tests.upstreams import codex_ws
 from tests.upstreams.reasoned import codex_answer, codex_turn2, reasoning_item, responses_sse
-from tests.upstreams.reasoning_rules import Ledger, Organization
+from tests.upstreams.reasoning_items_rules import Ledger, Organization
 
 HOST = "api.openai.com"
 UP = "api.openai.com:443/responses"

@@ -1,4 +1,4 @@
-"""The strict mock's reasoning-item checks (tests/upstreams/reasoning_rules.py): what it issued, per organization,
+"""The strict mock's reasoning-item checks (tests/upstreams/reasoning_items_rules.py): what it issued, per organization,
 decides what it rejects, with OpenAI's texts, statuses and error shape; the mock server applies them to the
 items it streamed itself."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoned import codex_answer, codex_turn2, responses_sse
-from tests.upstreams.reasoning_rules import Ledger, Organization, organization_for
+from tests.upstreams.reasoning_items_rules import Ledger, Organization, organization_for
 
 A = organization_for({"authorization": "Bearer sk-test-a"})
 B = organization_for({"authorization": "Bearer sk-test-b"})
