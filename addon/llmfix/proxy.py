@@ -159,6 +159,8 @@ class LLMFix:
                 outcome = await asyncio.to_thread(engine.process, req, settings)
             else:
                 outcome = engine.process(req, settings)
+                if outcome.status == "deferred":  # an image to decode or convert: never on the event loop
+                    outcome = await asyncio.to_thread(engine.process, req, settings)
             self._apply(flow, req, outcome, settings)
         except Exception as e:  # a bug in llmfix: never let it reach mitmproxy, never lose the request
             logger.warning("llmfix: %s left unchanged: internal error: %s: %s", flow_name(flow),

@@ -8,8 +8,12 @@ the ids as the client sent them); untangle-tool-run then rebuilds Droid's broken
 orphans; pair-tool-calls comes next, on untangled runs: it makes ids unique, settles Responses/Anthropic
 orphans and answers every unanswered call, so that a run is complete before media are hoisted out of it
 and the hoisted user message lands after the whole run, placeholders included (DESIGN §6); media a
-text-only model cannot take are then omitted everywhere else; text arrays are flattened last
-(pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
+text-only model cannot take are then omitted everywhere else; the images left are then fitted to the
+upstream's limits (fit-images: after omit, so an image the model cannot take is never decoded for nothing,
+and after every repair that moves or restores images, so that it fits them where they will be sent and
+counts them as the upstream will); text arrays are flattened last (pair-tool-calls' placeholders are plain
+strings, so flattening never has to touch them; fit-images' placeholder for an undecodable image in a Chat
+tool message is a text part that flattening then joins).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
+    fit_images,
     flatten_tool_text,
     fold_system_messages,
     hoist_tool_media,
@@ -38,6 +43,7 @@ PIPELINE: tuple[Repair, ...] = (
     pair_tool_calls.REPAIR,
     hoist_tool_media.REPAIR,
     omit_unsupported_media.REPAIR,
+    fit_images.REPAIR,
     flatten_tool_text.REPAIR,
 )
 NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
