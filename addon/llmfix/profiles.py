@@ -138,15 +138,17 @@ _OPENAI_IMAGES: dict[str, Any] = dict(
 # not contain a valid JPG or PNG image."). Size UNCERTAIN: 10 MiB per an older docs mirror, 20 MiB per docs.x.ai;
 # the stricter is taken. Its reported 400 for images under 8×8 px is secondhand: not acted on.
 _XAI_IMAGES: dict[str, Any] = dict(image_formats=("jpeg", "png"), image_max_bytes=10 * 1024 * 1024)
+# A gateway may send a request to either vendor: the stricter of both, Anthropic's limits and type check with
+# OpenAI's no-animated-GIF.
+_GATEWAY_IMAGES: dict[str, Any] = {**_ANTHROPIC_IMAGES, "image_gif_animated": False}
 
 BUILTIN: dict[str, Profile] = {
     p.name: p
     for p in (
         # An unknown host may be a gateway to either vendor (LiteLLM, one-api, new-api… put Claude behind the
-        # OpenAI API): its strict reading takes the stricter of both public specs for images, Anthropic's
-        # limits and type check with OpenAI's no-animated-GIF. A local server that takes more is set in the
-        # profiles file (0 / [] turn a limit off).
-        Profile(name="spec", **{**_ANTHROPIC_IMAGES, "image_gif_animated": False}),
+        # OpenAI API): its strict reading takes the stricter of both public specs for images. A local server
+        # that takes more is set in the profiles file (0 / [] turn a limit off).
+        Profile(name="spec", **_GATEWAY_IMAGES),
         Profile(name="openai", catalogue="openai", **_OPENAI_IMAGES),
         Profile(
             name="xai",
@@ -164,7 +166,9 @@ BUILTIN: dict[str, Profile] = {
         Profile(name="deepseek-anthropic", anthropic_system_messages=False,
                 image_formats=("jpeg", "png", "gif", "webp")),
         Profile(name="anthropic", catalogue="anthropic", **_ANTHROPIC_IMAGES),
-        Profile(name="openrouter", catalogue="openrouter"),
+        # A gateway to every vendor's models, Anthropic's among them; it publishes no image limits of its own
+        # (none in the reference): the strict reading of a gateway, as for an unknown host.
+        Profile(name="openrouter", catalogue="openrouter", **_GATEWAY_IMAGES),
         # Anthropic-compatible endpoints (session-killers §2.1, §2.3). The Chat side of these vendors gets the
         # spec reading; only the Messages side has known rejections.
         Profile(name="glm", catalogue="zhipuai"),
