@@ -101,8 +101,14 @@ def data_url(mime: str) -> st.SearchStrategy[str]:
 
 
 def image_payload(fmt: str) -> st.SearchStrategy[str]:
-    """The base64 of a real (tiny) image of ``fmt``: the strict upstreams decode every image, as the real ones do."""
-    return st.integers(0, 4095).map(lambda seed: b64(image_bytes(fmt, seed)))
+    """The base64 of a real (tiny) image of ``fmt``: the strict upstreams decode every image, as the real ones do.
+    One in eight is too wide for Anthropic (8200 px), one in eight truncated (no upstream can decode it): what
+    fit-images exists for, mixed into every history."""
+    fits = st.integers(0, 4095).map(lambda seed: b64(image_bytes(fmt, seed)))
+    wide = st.integers(0, 15).map(lambda seed: b64(image_bytes(fmt, seed, (8200, 2))))
+    broken = st.integers(0, 15).map(lambda seed: b64(image_bytes(fmt, seed)[: 10 + seed]))
+    return st.sampled_from(["fits"] * 6 + ["wide", "broken"]).flatmap(
+        lambda kind: {"fits": fits, "wide": wide, "broken": broken}[kind])
 
 
 def image_data_url(fmt: str) -> st.SearchStrategy[str]:
