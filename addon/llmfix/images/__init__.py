@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from llmfix.images.decode import Undecodable, open_image, payload
+from llmfix.images.decode import Undecodable, open_image, payload, short
 from llmfix.images.encode import CannotFit, fit_decoded
 from llmfix.images.shape import (
     FORMATS,
@@ -150,4 +150,4 @@ def _compute(text: str, declared: str | None, limits: Limits, is_base64: bool) -
     except CannotFit as e:
         return Unusable(f"it cannot be made to fit: {e}", shape)
     except (OSError, ValueError, MemoryError) as e:  # Pillow's own errors past the header (a corrupt stream)
-        return Unusable(f"it cannot be decoded: {type(e).__name__}: {e}", shape)
+        return Unusable(f"it cannot be decoded: {type(e).__name__}: {short(e)}", shape)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,7 +89,7 @@ def open_image(raw: bytes, b64_length: int) -> Decoded:
     except Image.DecompressionBombError as e:
         raise Refused(f"image over llmfix's decoding bound ({e})") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as e:
-        raise Undecodable(f"its {fmt.upper()} header cannot be read ({_short(e)})") from None
+        raise Undecodable(f"its {fmt.upper()} header cannot be read ({short(e)})") from None
     width, height = im.size
     check_bounds(width, height)
     frames = _frames(im)
@@ -122,10 +123,15 @@ def load(decoded: Decoded, draft: tuple[int, int] | None = None) -> Any:
         im.seek(0)
         im.load()
     except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
-        raise Undecodable(f"its {decoded.shape.format.upper()} data cannot be decoded ({_short(e)})") from None
+        raise Undecodable(f"its {decoded.shape.format.upper()} data cannot be decoded ({short(e)})") from None
     return im
 
 
-def _short(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
+_ADDRESS = re.compile(r"\s*<[^<>]* at 0x[0-9a-fA-F]+>|\s*\b0x[0-9a-fA-F]{6,}\b")
+
+
+def short(e: BaseException) -> str:
+    """An error's text for a placeholder: deterministic (no object addresses: the text goes into the request, whose
+    bytes must be the same on every turn) and short."""
+    text = _ADDRESS.sub("", str(e)).strip() or type(e).__name__
     return text if len(text) <= 120 else text[:117] + "…"

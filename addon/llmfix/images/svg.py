@@ -62,12 +62,14 @@ class Svg:
 
 
 def parse(raw: bytes) -> Svg:
+    from llmfix.images.decode import short
+
     if len(raw) > MAX_BYTES:
         raise Refused(f"SVG of {len(raw)} bytes is over llmfix's bound of {MAX_BYTES} bytes: not rendered")
     try:
         root = ET.fromstring(raw.decode("utf-8-sig"))
     except (ET.ParseError, UnicodeDecodeError, ValueError) as e:
-        raise BadSvg(f"its SVG cannot be parsed ({e})") from None
+        raise BadSvg(f"its SVG cannot be parsed ({short(e)})") from None
     if _local(root.tag) != "svg":
         raise BadSvg(f"its XML root is <{_local(root.tag)}>, not <svg>")
     elements = list(root.iter())
@@ -89,15 +91,17 @@ def rasterize(svg: Svg, width: int, height: int) -> Any:
     import resvg_py
     from PIL import Image
 
+    from llmfix.images.decode import short
+
     width, height = min(max(1, width), RASTER_SIDE), min(max(1, height), RASTER_SIDE)
     try:
         png = resvg_py.svg_to_bytes(svg_string=svg.text, width=width, height=height)
     except Exception as e:
-        raise BadSvg(f"its SVG cannot be rendered ({e})") from None
+        raise BadSvg(f"its SVG cannot be rendered ({short(e)})") from None
     except BaseException as e:  # a panic in the Rust code arrives as pyo3's PanicException (a BaseException)
         if type(e).__name__ != "PanicException":
             raise
-        raise BadSvg(f"its SVG cannot be rendered ({e})") from None
+        raise BadSvg(f"its SVG cannot be rendered ({short(e)})") from None
     im = Image.open(io.BytesIO(png), formats=("PNG",))
     im.load()
     return im.convert("RGBA")
