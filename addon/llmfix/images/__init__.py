@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llmfix.images.decode import Undecodable, open_image, payload, short
@@ -42,7 +43,7 @@ from llmfix.images.shape import (
 from llmfix.images.svg import BadSvg
 
 __all__ = ["CACHE", "FORMATS", "MIME", "Fits", "Fitted", "Limits", "Refused", "Result", "Shape", "Unusable",
-           "WouldBlock", "fit", "format_of_mime", "measure", "on_event_loop"]
+           "WouldBlock", "fit", "format_of_mime", "identify", "measure", "on_event_loop"]
 
 logger = logging.getLogger("llmfix")
 
@@ -108,19 +109,30 @@ def on_event_loop() -> bool:
     return True
 
 
-def fit(text: str, declared: str | None, limits: Limits, *, is_base64: bool = True) -> Result:
+def identify(text: str) -> tuple[bytes, int]:
+    """What the cache knows an image payload by: its SHA-256 and its length."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), len(text)
+
+
+def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, is_base64: bool = True,
+        ident: tuple[bytes, int] | None = None) -> Result:
     """The answer for the inline image whose payload is ``text`` (its base64, or a data URL's percent-encoded
     text), declared as ``declared``, for an upstream with ``limits``. Raises :class:`Refused` for an image over
-    llmfix's decoding bounds and :class:`WouldBlock` when the answer must be computed and this is the event loop."""
-    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), len(text), is_base64,
-           (declared or "").strip().lower(), limits)
+    llmfix's decoding bounds and :class:`WouldBlock` when the answer must be computed and this is the event loop.
+
+    ``ident``: the payload's :func:`identify`, when the caller remembers it (then ``text`` may be a function that
+    gives the payload: it is called only when the answer must be computed)."""
+    if ident is None:
+        text = text() if callable(text) else text
+        ident = identify(text)
+    key = (*ident, is_base64, (declared or "").strip().lower(), limits)
     hit = CACHE.get(key)
     if hit is None:
         if on_event_loop():
             raise WouldBlock("an image to decode")
         started = time.perf_counter()
         with _WORK:
-            hit = _compute(text, declared, limits, is_base64)
+            hit = _compute(text() if callable(text) else text, declared, limits, is_base64)
         CACHE.put(key, hit)
         if isinstance(hit, Fitted | Unusable):
             logger.debug("llmfix: image converted in %.0f ms: %s", (time.perf_counter() - started) * 1000,

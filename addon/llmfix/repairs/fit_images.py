@@ -36,6 +36,8 @@ fitting) and before flatten-tool-text (a placeholder put in a Chat tool message 
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -83,19 +85,48 @@ def rules_of(profile: Profile) -> Rules | None:
     return Rules(limits, *many)
 
 
+_IDENTS: dict[int, tuple[weakref.ref[Any], tuple[bytes, int]]] = {}
+"""An image part's payload identity (``images.identify``), by the part: a part is frozen, and the next turn of a
+session reuses the very part objects of the turn before (body/prefix.py), so its image is hashed once, not on
+every turn. An entry goes when its part does."""
+_IDENTS_LOCK = threading.Lock()
+
+
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One image part of the request: where it is, and its inline payload (None: by URL or file id)."""
+    """One image part of the request: where it is, and its inline payload (``text[start:]``; ``inline`` False: by
+    URL or file id)."""
 
     where: str
     part: Any
-    payload: str | None = None
+    text: str = ""
+    start: int = 0
+    inline: bool = False
     declared: str | None = None
     is_base64: bool = True
 
+    @property
+    def payload(self) -> str:
+        return self.text[self.start:] if self.start else self.text
+
     def fit(self, limits: Limits) -> images.Result:
-        assert self.payload is not None
-        return images.fit(self.payload, self.declared, limits, is_base64=self.is_base64)
+        return images.fit(lambda: self.payload, self.declared, limits, is_base64=self.is_base64, ident=self.ident())
+
+    def ident(self) -> tuple[bytes, int]:
+        key = id(self.part)
+        known = _IDENTS.get(key)
+        if known is not None and known[0]() is self.part:
+            return known[1]
+        ident = images.identify(self.payload)
+        with _IDENTS_LOCK:
+            _IDENTS[key] = (weakref.ref(self.part, lambda _ref, key=key: _forget(key, _ref)), ident)
+        return ident
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    with _IDENTS_LOCK:
+        if (known := _IDENTS.get(key)) is not None and known[0] is ref:
+            del _IDENTS[key]
 
 
 def _data_url(where: str, part: Any, url: str | None) -> Slot:
@@ -105,7 +136,7 @@ def _data_url(where: str, part: Any, url: str | None) -> Slot:
     meta = url[5:comma] if comma >= 0 else url[5:1024]
     params = meta.split(";")
     is_base64 = any(p.strip().lower() == "base64" for p in params[1:])
-    return Slot(where, part, url[comma + 1:] if comma >= 0 else "", params[0] or None, is_base64)
+    return Slot(where, part, url, comma + 1 if comma >= 0 else len(url), True, params[0] or None, is_base64)
 
 
 def _parts(where: str, parts: list[Any]) -> Iterator[Slot]:
@@ -119,7 +150,7 @@ def _parts(where: str, parts: list[Any]) -> Iterator[Slot]:
             data = src.get("data") if src.get("type") == "base64" else None
             if isinstance(data, str):
                 media_type = src.get("media_type")
-                yield Slot(f"{where}[{k}]", p, data, media_type if isinstance(media_type, str) else None)
+                yield Slot(f"{where}[{k}]", p, data, 0, True, media_type if isinstance(media_type, str) else None)
             else:
                 yield Slot(f"{where}[{k}]", p)
         elif isinstance(p, an.ToolResult) and isinstance(p.content, list):
@@ -187,7 +218,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     found = [(i, s) for i, item in enumerate(items) for s in slots(ctx.dialect, i, item)]
     if not found:
         return items, []
-    first = {id(s): s.fit(rules.limits) for _, s in found if s.payload is not None}
+    first = {id(s): s.fit(rules.limits) for _, s in found if s.inline}
     count = len(found) - sum(isinstance(r, Unusable) for r in first.values())  # what the upstream will count
     limits = rules.for_count(count)
     many = f" (the request holds {count} images: more than {rules.many_count})" if limits != rules.limits else ""
@@ -228,7 +259,7 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
     for i in range(start, len(items)):
         for s in slots(ctx.dialect, i, items[i]):
             count += 1
-            if s.payload is None:
+            if not s.inline:
                 continue
             try:
                 got = s.fit(rules.limits)
