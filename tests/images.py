@@ -59,12 +59,13 @@ def png_url(seed: int = 0) -> str:
 
 
 @cache
-def padded_png(total: int, seed: int = 0) -> bytes:
+def padded_png(total: int, seed: int = 0, noise: bool = False) -> bytes:
     """A valid 2×1 PNG of ``total`` bytes: a private ancillary chunk (decoders skip it) pads it, so a test gets a
-    megabyte image without encoding a megabyte of pixels."""
+    megabyte image without encoding a megabyte of pixels. ``noise``: the padding is seeded random bytes
+    (incompressible, like a real image's data) rather than zeros."""
     png = image_bytes("png", seed)
     pad = max(0, total - len(png) - 12)
-    chunk = struct.pack(">I", pad) + b"llFx" + bytes(pad)
+    chunk = struct.pack(">I", pad) + b"llFx" + (random.Random(seed).randbytes(pad) if noise else bytes(pad))
     chunk += struct.pack(">I", zlib.crc32(chunk[4:]) & 0xFFFFFFFF)
     return png[:33] + chunk + png[33:]  # right after IHDR (8-byte signature + 25-byte IHDR chunk)
 

@@ -18,6 +18,10 @@ adjusted by the user's profiles file, by host and by model. The file is TOML::
     input = ["text"]                    # input modalities, overriding the models.dev catalogue
     responses_tool_output_array = false
 
+    [hosts."localhost:8000"]            # image limits are whole numbers and a list of formats
+    image_formats = ["jpeg", "png"]     # ([] or 0: no such limit)
+    image_max_side = 0
+
 Evidence for each built-in flag is in ``../shared/reference/wire-formats.md`` (R1–R8).
 """
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import base64
 import copy
-import inspect
 import io
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 from PIL import Image
 
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import sdk_kwargs as _split
 from tests.images import b64, image_bytes, noise_png, padded_png
 from tests.upstreams.captures import capture_json
 from tests.upstreams.mock import MockUpstream
@@ -55,13 +55,6 @@ def fixed(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> I
 def bare(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     with start(upstream, tmp_path_factory.mktemp("conf"), llmfix=False) as proxy:
         yield proxy
-
-
-def _split(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
-    names = set(inspect.signature(method).parameters)
-    kwargs = {k: v for k, v in body.items() if k in names and k != "stream"}
-    extra = {k: v for k, v in body.items() if k not in names and k not in ("stream", "stream_options")}
-    return {**kwargs, "extra_body": extra} if extra else kwargs
 
 
 def send(proxy: Mitmdump, dialect: str, host: str, body: dict[str, Any]) -> Any:

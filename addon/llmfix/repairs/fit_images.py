@@ -178,14 +178,6 @@ def _fitted_part(slot: Slot, got: Fitted) -> Any:
     return evolve(part, image_url=url)
 
 
-def _text(dialect: Dialect, text: str) -> Any:
-    if dialect is Dialect.CHAT:
-        return ch.TextPart(type="text", text=text)
-    if dialect is Dialect.RESPONSES:
-        return rs.InputText(type="input_text", text=text)
-    return an.TextBlock(type="text", text=text)
-
-
 def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
     """``parts`` with the replacements of ``new`` (by part identity), tool results' contents included; None when
     none of them is here."""
@@ -235,7 +227,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             continue
         if isinstance(got, Unusable):
             why = got.reason
-            new[id(s.part)] = _text(ctx.dialect, placeholders.omitted_part("image", why))
+            new[id(s.part)] = placeholders.text_part(ctx.dialect, placeholders.omitted_part("image", why))
             changes.append(Change(NAME, s.where, f"image → placeholder: {why}", before=s.part.to_wire(),
                                   after=new[id(s.part)].to_wire(), dropped=(f"{s.part.media()}: {why}",)))
         else:
