@@ -245,3 +245,31 @@ def test_on_the_event_loop_image_work_is_deferred_not_done() -> None:
     assert asyncio.run(on_loop()).status == "deferred"
     assert run(Dialect.RESPONSES, "api.openai.com", body).status == "repaired"  # in a worker: done, remembered
     assert asyncio.run(on_loop()).status == "repaired"  # remembered: no work left for the loop
+
+
+def test_the_certain_check_carries_the_image_count_from_turn_to_turn() -> None:
+    """20 images of 2400 px are fine; the turn that brings the 21st is not (every earlier one must shrink), and
+    the check knows it from its state alone, looking at the new items only."""
+    from llmfix.body.conversation import loads, parse
+    from llmfix.profiles import ProfileTable
+    from llmfix.repairs.base import Context
+
+    body = claude(*(block(image_bytes("png", k, (2400, 8))) for k in range(20)))
+    profile = ProfileTable().resolve("api.anthropic.com", 443, None, Dialect.MESSAGES).profile
+    ctx = Context(Dialect.MESSAGES, profile, None, None)
+    items = parse(Dialect.MESSAGES, loads(json.dumps(body).encode())).items  # type: ignore[union-attr]
+    state = fit_images.REPAIR.extend(None, items, 0, ctx)  # type: ignore[misc]
+    assert state == (20, 2400)
+    more = [*items, *parse(Dialect.MESSAGES, {"messages": [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [block(image_bytes("png", 99, (30, 30)))]}]}).items]  # type: ignore[union-attr]
+    assert fit_images.REPAIR.extend(state, more, len(items), ctx) is None  # type: ignore[misc]
+    # the same turn after a history whose images are all at most 2000 px: 21 images are fine
+    assert fit_images.REPAIR.extend((20, 1999), more, len(items), ctx) == (21, 1999)  # type: ignore[misc]
+
+
+def test_an_image_that_cannot_be_made_small_enough_becomes_a_placeholder() -> None:
+    table = parse_table({"hosts": {"tiny.example": {"base": "anthropic", "image_max_base64": 40}}})
+    outcome = run(Dialect.MESSAGES, "tiny.example", claude(block(noise_png(64, 64))), table)
+    [change] = outcome.changes
+    assert "cannot be made to fit" in change.summary and change.dropped
