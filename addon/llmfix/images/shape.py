@@ -40,7 +40,7 @@ class Limits:
     max_bytes: int | None = None  # bytes of the image itself
     max_side: int | None = None  # pixels, width and height alike
     gif_animated: bool = True  # False: an animated GIF is not taken (its first frame is sent as a still)
-    exact_type: bool = False  # the declared type must be the format of the bytes
+    exact_type: bool = False  # the declared type must be exactly the bytes' type (``image/jpeg``, never ``image/jpg``)
 
     def at_most(self, side: int) -> Limits:
         """These limits with pixels capped at ``side`` as well (the many-image rule)."""
@@ -94,7 +94,7 @@ def offences(shape: Shape, declared: str | None, limits: Limits) -> tuple[str, .
         why.append(f"{shape.format.upper()} is not taken (takes {', '.join(sorted(limits.formats or ()))})")
     elif shape.format == "gif" and shape.frames > 1 and not limits.gif_animated:
         why.append("an animated GIF is not taken")
-    elif limits.exact_type and format_of_mime(declared) != shape.format:
+    elif limits.exact_type and declared != shape.mime:  # Anthropic takes only its four exact strings
         why.append(f"declared {declared or 'without a type'} but the bytes are {shape.format.upper()}")
     if limits.max_base64 is not None and shape.b64 > limits.max_base64:
         why.append(f"{shape.b64} characters of base64 > {limits.max_base64}")

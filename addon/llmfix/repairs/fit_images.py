@@ -36,7 +36,6 @@ fitting) and before flatten-tool-text (a placeholder put in a Chat tool message 
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,7 +88,6 @@ _IDENTS: dict[int, tuple[weakref.ref[Any], tuple[bytes, int]]] = {}
 """An image part's payload identity (``images.identify``), by the part: a part is frozen, and the next turn of a
 session reuses the very part objects of the turn before (body/prefix.py), so its image is hashed once, not on
 every turn. An entry goes when its part does."""
-_IDENTS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +116,15 @@ class Slot:
         if known is not None and known[0]() is self.part:
             return known[1]
         ident = images.identify(self.payload)
-        with _IDENTS_LOCK:
-            _IDENTS[key] = (weakref.ref(self.part, lambda _ref, key=key: _forget(key, _ref)), ident)
+        _IDENTS[key] = (weakref.ref(self.part, lambda ref, key=key: _forget(key, ref)), ident)
         return ident
 
 
 def _forget(key: int, ref: weakref.ref[Any]) -> None:
-    with _IDENTS_LOCK:
-        if (known := _IDENTS.get(key)) is not None and known[0] is ref:
-            del _IDENTS[key]
+    """Drop a dead part's entry. No lock: the callback may run in any thread, in the middle of anything (a garbage
+    collection); at worst it drops a newer part's entry for a reused id, which is then hashed again."""
+    if (known := _IDENTS.get(key)) is not None and known[0] is ref:
+        _IDENTS.pop(key, None)
 
 
 def _data_url(where: str, part: Any, url: str | None) -> Slot:

@@ -271,3 +271,10 @@ def test_decode_bounds_are_checked_on_the_header() -> None:
     with pytest.raises(Refused):
         decode.open_image(declared_png(decode.MAX_SIDE + 1, 1), 0)
     assert decode.open_image(declared_png(decode.MAX_SIDE, 1), 0).shape.width == decode.MAX_SIDE
+
+
+def test_anthropic_takes_image_jpeg_never_image_jpg() -> None:
+    raw = image_bytes("jpeg", 4, (6, 6))
+    got = images.fit(b64(raw), "image/jpg", ANTHROPIC)
+    assert isinstance(got, Fitted) and got.data is None and got.mime == "image/jpeg"
+    assert isinstance(images.fit(b64(raw), "image/jpeg", ANTHROPIC), Fits)
