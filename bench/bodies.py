@@ -1,7 +1,7 @@
 """Request bodies for the bench, built from the real captures in ``tests/fixtures`` (read-only).
 
-Every body is compact JSON (as clients send it). Images are base64 of seeded random bytes
-(incompressible, like a PNG), so runs are reproducible.
+Every body is compact JSON (as clients send it). Images are real PNGs padded with seeded random bytes
+(incompressible, like a PNG's data), so runs are reproducible.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import orjson
 
+from tests.images import padded_png
+
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 MB = 1 << 20
 
@@ -26,9 +28,9 @@ def _fixture(rel: str) -> dict:
 
 @cache
 def data_url(b64_chars: int, seed: int = 0) -> str:
-    """A ``data:image/png;base64,`` URL whose payload is ``b64_chars`` long (a multiple of 4)."""
-    raw = random.Random(seed).randbytes(b64_chars // 4 * 3)
-    return "data:image/png;base64," + base64.b64encode(raw).decode()
+    """A ``data:image/png;base64,`` URL whose payload is ``b64_chars`` long (a multiple of 4): a real PNG (llmfix
+    decodes every image once, and the upstreams refuse what is none), padded with seeded random bytes."""
+    return "data:image/png;base64," + base64.b64encode(padded_png(b64_chars // 4 * 3, seed, noise=True)).decode()
 
 
 def dumps(obj: dict) -> bytes:
@@ -137,6 +139,45 @@ def xai_repair(image_b64: int = 10 * MB, call_id: str = "call_mock_1", seed: int
             for part in item["output"]:
                 if part.get("type") == "input_image":
                     part["image_url"] = data_url(image_b64, seed)
+    return dumps(body)
+
+
+@cache
+def screenshot(mb: float = 10) -> bytes:
+    """A PNG screenshot of about ``mb`` MB, as a 4K screen gives one: lines of text on white above a photo-like
+    (noisy) band, the band sized so the file reaches the size. Seeded: the same bytes every run."""
+    from PIL import Image, ImageDraw
+
+    width, height = 3840, 2400
+    im = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(im)
+    for y in range(0, height, 18):
+        draw.text((12, y), f"{y:5d}  def handler(request): return render(request, 'page.html', context)  " * 6,
+                  fill=(30, 30, 30))
+    band = max(1, min(height, int(mb * MB / (3 * width))))
+    im.paste(Image.frombytes("RGB", (width, band), random.Random(7).randbytes(width * band * 3)), (0, height - band))
+    buf = __import__("io").BytesIO()
+    im.save(buf, "PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def screenshot_variant(png: bytes, i: int) -> bytes:
+    """``png`` with a private chunk naming ``i`` after its header: other bytes (another hash), the same pixels,
+    so each variant costs llmfix one whole conversion."""
+    import struct
+    import zlib
+
+    data = f"variant {i}".encode()
+    chunk = struct.pack(">I", len(data)) + b"llFx" + data + struct.pack(">I", zlib.crc32(b"llFx" + data))
+    return png[:33] + chunk + png[33:]
+
+
+def claude_screenshot(png: bytes) -> bytes:
+    """Claude Code's turn-2 capture with ``png`` as the screenshot its Read tool returned: over Anthropic's 5 MB
+    of base64, so fit-images re-encodes it for api.anthropic.com."""
+    body = _fixture("claude-code/single_png__turn2.json")
+    body["messages"][3]["content"][0]["content"][0]["source"]["data"] = base64.b64encode(png).decode()
+    body["stream"] = False
     return dumps(body)
 
 

@@ -76,9 +76,9 @@ RESULTS = BENCH / "results"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 MS = 1e3
 CELLS = ("get", "nonllm", "chat2k", "codex200k", "img10m", "codeximg10m", "repair10m", "sse", "concurrent",
-         "rss_200k_repair", "rss_10m_new_ids")
-IN_PROCESS = ("pipeline", "stall", "store", "hist_engine", "team_engine")  # run after the proxies have stopped
-# the history-size sweep (issue 15): one request cell per dialect and size, plus image-heavy bodies
+         "rss_200k_repair", "rss_10m_new_ids", "fit10m", "fit10m_next")
+IN_PROCESS = ("pipeline", "stall", "store", "hist_engine", "team_engine", "fitimg")  # after the proxies have stopped
+# the history-size sweep: one request cell per dialect and size, plus image-heavy bodies
 SWEEP_SIZES = ("2k", "200k", "1m", "5m")
 SWEEP_IMAGES = ("img2m", "img10m3")  # Codex history + three view_image outputs, 2 MB and 10 MB in all
 SWEEP = tuple(f"hist_{d}_{s}" for d in ("responses", "messages", "chat") for s in SWEEP_SIZES) + tuple(
@@ -114,6 +114,7 @@ class Plan:
     big_mb: int = 10
     # history sweep: requests per proxy by body size (2 KB, 200 KB, 1 MB, 5 MB and more)
     sweep_n: tuple[int, int, int, int] = (600, 200, 60, 20)
+    fit_n: int = 12  # 10 MB screenshots fitted (each a new one), and the same one carried again
 
 
 FULL = Plan(small_n=1000, mid_n=400, big_n=200, sse_streams=40, sse_events=20, sse_gap_ms=10, pipeline_runs=21,
@@ -121,7 +122,7 @@ FULL = Plan(small_n=1000, mid_n=400, big_n=200, sse_streams=40, sse_events=20, s
             conc_phases=3, conc_seconds=8)
 QUICK = Plan(small_n=200, mid_n=60, big_n=12, sse_streams=6, sse_events=10, sse_gap_ms=10, pipeline_runs=5,
              store_entries=100_000, store_lookups=1000, store_remembers=500, rss_requests=150, rss_big_requests=12,
-             conc_phases=1, conc_seconds=3, sweep_n=(150, 50, 16, 6))
+             conc_phases=1, conc_seconds=3, sweep_n=(150, 50, 16, 6), fit_n=3)
 
 
 # ------------------------------------------------------------------------------------------- stats
@@ -605,6 +606,37 @@ class Bench:
                 self.rows.append(Row(f"  engine.process alone: {name} [{'/'.join(v['status'])}] p50",
                                      v["orjson_roundtrip_ms"]["p50"], v["engine_ms"]["p50"], "ms"))
 
+    # -- fitting one image ----------------------------------------------------------------------
+
+    def fit_image_cell(self, png: bytes) -> None:
+        """``llmfix.images.fit`` alone on a 10 MB screenshot for Anthropic's limits: thread CPU time of the first
+        fit (the cache emptied before each run: decode, resize, encode) and of a next one (the cache's answer)."""
+        from llmfix import images
+        from llmfix.profiles import BUILTIN
+        from llmfix.repairs.fit_images import rules_of
+
+        limits = rules_of(BUILTIN["anthropic"]).limits  # type: ignore[union-attr]
+        text = __import__("base64").b64encode(png).decode()
+        runs = max(3, self.plan.pipeline_runs // 3)
+        self.log(f"fitting one {len(png) / bodies.MB:.1f} MB screenshot in-process: {runs} runs")
+        first: list[float] = []
+        again: list[float] = []
+        got = None
+        for _ in range(runs):
+            images.CACHE.clear()
+            t0 = time.thread_time()
+            got = images.fit(text, "image/png", limits)
+            t1 = time.thread_time()
+            images.fit(text, "image/png", limits)
+            t2 = time.thread_time()
+            first.append(t1 - t0)
+            again.append(t2 - t1)
+        self.raw["fitimg"] = {"bytes": len(png), "result": getattr(got, "summary", lambda: repr(got))(),
+                              "first_cpu_ms": [x * MS for x in first], "again_cpu_ms": [x * MS for x in again]}
+        self.rows.append(Row(f"fitting one {len(png) / bodies.MB:.0f} MB screenshot, in-process CPU p50 (bare column: "
+                             "the next fit of it, from the cache)", pct(again, 50) * MS, pct(first, 50) * MS, "ms"))
+        self.notes.append(f"the screenshot fitted: {self.raw['fitimg']['result']}")
+
     # -- event-loop stalls ----------------------------------------------------------------------
 
     def stall_cell(self, cases: dict[str, tuple[str, str, bytes]]) -> None:
@@ -1039,6 +1071,18 @@ def main(argv: list[str] | None = None) -> int:
                                plan.big_n, 3, None, expect_repair=True)
             if want("rss_10m_new_ids"):
                 b.rss_big_cell()
+            if want("fit10m") or want("fit10m_next"):
+                shot = bodies.screenshot()
+                u_msg = "http://api.anthropic.com/v1/messages"
+                if want("fit10m"):  # each request a new screenshot (other bytes, the same pixels): fitted every time
+                    b.request_cell("fit10m", f"{len(shot) / bodies.MB:.0f} MB screenshot to Anthropic, fitted (a new "
+                                   "one each request)", u_msg,
+                                   lambda i: bodies.claude_screenshot(bodies.screenshot_variant(shot, i)),
+                                   plan.fit_n, 1, None, expect_repair=True)
+                if want("fit10m_next"):  # the next turns carry the same screenshot: fitted from the cache
+                    b.request_cell("fit10m_next", f"{len(shot) / bodies.MB:.0f} MB screenshot to Anthropic, the next "
+                                   "turn carrying it again", u_msg, bodies.claude_screenshot(shot), plan.fit_n, 2, None,
+                                   expect_repair=True)
             if want("sse"):
                 with b.pyspy("sse"):
                     b.sse_cell()
@@ -1081,6 +1125,8 @@ def main(argv: list[str] | None = None) -> int:
         b.store_cell()
     if want("team_engine"):
         team.engine_cell(b, tuple(k for k in TEAM if not only or k in only) or TEAM, quick=args.quick)
+    if want("fitimg"):
+        b.fit_image_cell(bodies.screenshot())
     if want("hist_engine"):
         engine_bodies = sweep_bodies(SWEEP if not only or not (only & set(SWEEP)) else tuple(only & set(SWEEP)))
         b.hist_engine_cell({k: (d, h, body, n) for k, (d, h, body, n, _w) in engine_bodies.items()})

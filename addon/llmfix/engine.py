@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from llmfix import images
 from llmfix.body import codec, media
 from llmfix.body.conversation import BadBody, Conversation, loads, parse, serialize, typed
 from llmfix.body.haystack import Searchable, haystack
@@ -56,7 +57,7 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: Literal["untouched", "repaired", "failed"]
+    status: Literal["untouched", "repaired", "failed", "deferred"]  # deferred: run it again off the event loop
     reason: str | None = None
     changes: tuple[Change, ...] = ()
     body: bytes | None = None  # the repaired body, decoded
@@ -132,6 +133,8 @@ def process(req: Request, settings: Settings) -> Outcome:
             return _process(req, settings)
     except BadBody as e:
         return Outcome("failed", str(e))
+    except images.WouldBlock as e:  # called on the event loop, and an image must be decoded: nothing was sent
+        return Outcome("deferred", str(e))
     finally:
         media.forget()
 

@@ -18,6 +18,10 @@ adjusted by the user's profiles file, by host and by model. The file is TOML::
     input = ["text"]                    # input modalities, overriding the models.dev catalogue
     responses_tool_output_array = false
 
+    [hosts."localhost:8000"]            # image limits are whole numbers and a list of formats
+    image_formats = ["jpeg", "png"]     # ([] or 0: no such limit)
+    image_max_side = 0
+
 Evidence for each built-in flag is in ``../shared/reference/wire-formats.md`` (R1–R8).
 """
 
@@ -29,10 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from llmfix import catalogue
+from llmfix.images.shape import FORMATS
 from llmfix.route import Dialect
+
+IMAGE_FORMATS = FORMATS
+"""The image formats a profile may name: those llmfix's image module reads."""
+_ALIASES = {"jpg": "jpeg", "svg+xml": "svg", "tif": "tiff"}
 
 
 class Profile(BaseModel):
@@ -69,23 +78,98 @@ class Profile(BaseModel):
     ``messages.N.content.M: Invalid `signature` in `thinking` block``, session-killers §3.2). True: blocks whose
     form shows they are not its own (no or an empty signature, a message-UUID signature) leave the older turns
     up front; a rejection naming a block teaches the rest on any upstream (drop-foreign-thinking)."""
+    # -- images (fit-images): what one inline image may be; None / a missing value: no such limit -----------
+    image_formats: tuple[str, ...] | None = None
+    """The image formats taken as they are (``jpeg``, ``png``, ``gif``, ``webp``, ``bmp``, ``tiff``, ``svg``); another
+    is converted (an SVG rasterized). None: any format."""
+    image_gif_animated: bool = True
+    """May a GIF be animated. False: its first frame is sent as a still (OpenAI: "non-animated GIF")."""
+    image_media_type_checked: bool = False
+    """Does the upstream check an image's declared type against its bytes (Anthropic: 400 ``Image does not match
+    the provided media type image/png``). True: a mislabelled image gets its true type."""
+    image_max_base64: int | None = None
+    """Characters of base64 text one image may take (Anthropic measures its 5 MB there: 5242880)."""
+    image_max_bytes: int | None = None
+    """Bytes one image may take once decoded from base64."""
+    image_max_side: int | None = None
+    """Pixels one image may have on its long side."""
+    image_many_count: int | None = None
+    """With more images than this in one request (counted over the whole request, as the upstream counts)..."""
+    image_many_side: int | None = None
+    """... each may have at most this many pixels on its long side (Anthropic: 20 images, then 2000 px)."""
+
+    @field_validator("image_formats", mode="before")
+    @classmethod
+    def _formats(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, list | tuple) and not value):
+            return None  # [] in a profiles file: no format check
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"must be a list of image formats; known: {list(IMAGE_FORMATS)}")
+        bare = (v.strip().lower().removeprefix("image/") for v in value)
+        names = tuple(dict.fromkeys(_ALIASES.get(n, n) for n in bare))
+        unknown = [v for v in names if v not in IMAGE_FORMATS]
+        if unknown:
+            raise ValueError(f"unknown image format(s) {unknown}; known: {list(IMAGE_FORMATS)}")
+        return names
+
+    @field_validator("image_max_base64", "image_max_bytes", "image_max_side", "image_many_count", "image_many_side",
+                     mode="before")
+    @classmethod
+    def _limit(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (value is not None and not isinstance(value, int)):
+            raise ValueError("must be a whole number (0: no limit)")
+        if value is not None and value < 0:
+            raise ValueError("must be 0 (no limit) or more")
+        return value or None
 
 
 TEXT_ONLY = frozenset({"text"})
 Learned = tuple[tuple[str, bool], ...]
 """Flags learned for one upstream from its rejections, sorted by name (see ``ProfileTable.resolve``)."""
-FLAGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
+FLAGS = tuple(n for n, f in Profile.model_fields.items() if f.annotation is bool)
+"""The yes/no flags: what a profiles file may set, and all that llmfix can learn from a rejection (retry/)."""
+SETTINGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
+"""Everything a profiles file may set: the flags and the image limits (whole numbers, a list of formats)."""
+
+# Image limits, evidence in ../shared/reference/session-killers.md §4 (SK) and wire-formats.md (WF).
+# Anthropic: ≤ 5 MB per image measured on the base64 string (5242880; a 4 MB screenshot is over it: "image
+# exceeds 5 MB maximum: 11641928 bytes > 5242880 bytes"), ≤ 8000 px a side, ≤ 2000 px once a request holds
+# more than 20 images ("… for many-image requests: 2000 pixels"), JPEG/PNG/GIF/WebP only (SK §4 [247][248]
+# [252][253][255]); the declared media_type is checked against the bytes ("Image does not match the provided
+# media type image/png", Claude Code issues 6300, 13131, 15746; any other type: "…media_type: Input should be
+# 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", anthropics/claude-code #8184).
+_ANTHROPIC_IMAGES: dict[str, Any] = dict(
+    image_formats=("jpeg", "png", "gif", "webp"), image_media_type_checked=True, image_max_base64=5_242_880,
+    image_max_side=8000, image_many_count=20, image_many_side=2000)
+# OpenAI: PNG, JPEG, WebP and non-animated GIF (SK §4: "You uploaded an unsupported image…" invalid_image_format;
+# Codex's view_image of an SVG: "The image data you provided does not represent a valid image…"). Size: the
+# spec caps a tool output's image_url at 20971520 characters (WF §1.3), which, less a data URL's head
+# (``data:image/jpeg;base64,``), leaves 20971496 for its base64: stricter than the guide's "20 MB per image"
+# (a mirror, UNCERTAIN), and applied to every image, as the strict reading.
+_OPENAI_IMAGES: dict[str, Any] = dict(
+    image_formats=("png", "jpeg", "webp", "gif"), image_gif_animated=False, image_max_base64=20_971_496)
+# xAI: JPEG and PNG only (SK §4 [260][261]; a WebP screenshot: "Invalid request content: Downloaded response does
+# not contain a valid JPG or PNG image."). Size UNCERTAIN: 10 MiB per an older docs mirror, 20 MiB per docs.x.ai;
+# the stricter is taken. Its reported 400 for images under 8×8 px is secondhand: not acted on.
+_XAI_IMAGES: dict[str, Any] = dict(image_formats=("jpeg", "png"), image_max_bytes=10 * 1024 * 1024)
+# A gateway may send a request to either vendor: the stricter of both, Anthropic's limits and type check with
+# OpenAI's no-animated-GIF.
+_GATEWAY_IMAGES: dict[str, Any] = {**_ANTHROPIC_IMAGES, "image_gif_animated": False}
 
 BUILTIN: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile(name="spec"),
-        Profile(name="openai", catalogue="openai"),
+        # An unknown host may be a gateway to either vendor (LiteLLM, one-api, new-api… put Claude behind the
+        # OpenAI API): its strict reading takes the stricter of both public specs for images. A local server
+        # that takes more is set in the profiles file (0 / [] turn a limit off).
+        Profile(name="spec", **_GATEWAY_IMAGES),
+        Profile(name="openai", catalogue="openai", **_OPENAI_IMAGES),
         Profile(
             name="xai",
             catalogue="xai",
             responses_tool_output_array=False,
             responses_image_requires_url=True,
+            **_XAI_IMAGES,
         ),
         # Thinking mode is on by default for DeepSeek's V4 models (api-docs.deepseek.com thinking_mode): the Chat
         # API then wants each turn's reasoning_content back. Whether a request has it on is not judged: the
@@ -95,9 +179,14 @@ BUILTIN: dict[str, Profile] = {
         # DeepSeek's Messages API reference lists image blocks (base64, url, file) as supported, in user
         # content and in tool_result content: no media_input=false here, no catalogue (its text-only entries
         # describe the Chat API). Mid-conversation system messages: 400 (session-killers §2.3).
-        Profile(name="deepseek-anthropic", anthropic_system_messages=False),
-        Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True),
-        Profile(name="openrouter", catalogue="openrouter"),
+        # Its compatibility table lists base64 images as JPEG, PNG, GIF and WebP (SK §2.3 [121][122]); no size
+        # limit is published.
+        Profile(name="deepseek-anthropic", anthropic_system_messages=False,
+                image_formats=("jpeg", "png", "gif", "webp")),
+        Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True, **_ANTHROPIC_IMAGES),
+        # A gateway to every vendor's models, Anthropic's among them; it publishes no image limits of its own
+        # (none in the reference): the strict reading of a gateway, as for an unknown host.
+        Profile(name="openrouter", catalogue="openrouter", **_GATEWAY_IMAGES),
         # Anthropic-compatible endpoints (session-killers §2.1, §2.3). The Chat side of these vendors gets the
         # spec reading; only the Messages side has known rejections.
         Profile(name="glm", catalogue="zhipuai"),
@@ -168,7 +257,7 @@ class Resolved:
 class _Override:
     pattern: str
     base: str | None
-    flags: dict[str, bool]
+    flags: dict[str, Any]  # profile field → value (a flag, or an image limit)
     modalities: frozenset[str] | None
     dialects: dict[str, _Override] = field(default_factory=dict)
     """Per-dialect sub-tables (``[hosts."h".messages]``), applied after this entry's own flags."""
@@ -261,14 +350,15 @@ def _parse_override(section: str, pattern: str, entry: Any, source: str, nested:
         if not isinstance(raw_input, list) or not all(isinstance(x, str) for x in raw_input):
             raise ValueError(f"{where}: input must be a list of modality names, e.g. [\"text\", \"image\"]")
         modalities = frozenset(raw_input)
-    bad = [k for k in entry if k not in FLAGS]
+    bad = [k for k in entry if k not in SETTINGS]
     if bad:
-        raise ValueError(f"{where}: unknown flag(s) {bad}; flags are {list(FLAGS)}")
+        raise ValueError(f"{where}: unknown flag(s) {bad}; flags are {list(SETTINGS)}")
     try:
-        Profile(name="check", **entry)
+        checked = Profile(name="check", **entry)
     except ValidationError as e:
         raise ValueError(f"{where}: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from e
-    return _Override(pattern.lower() if section == "hosts" else pattern, base, entry, modalities, dialects)
+    values = {k: getattr(checked, k) for k in entry}  # as validated: a TOML list becomes a tuple, 0 no limit
+    return _Override(pattern.lower() if section == "hosts" else pattern, base, values, modalities, dialects)
 
 
 def load_table(path: str | None) -> ProfileTable:

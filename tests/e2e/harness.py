@@ -13,6 +13,7 @@ Its stdout and stderr are collected by a daemon thread; `stop` sends SIGINT, wai
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import signal
@@ -21,9 +22,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK_SCRIPT = Path(__file__).resolve().with_name("loopback_upstream.py")
@@ -187,3 +189,12 @@ class Mitmdump:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def sdk_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
+    """A captured request body as keyword arguments of an SDK method; fields the SDK does not name go in
+    ``extra_body`` (the stream flags are the caller's)."""
+    names = set(inspect.signature(method).parameters)
+    kwargs = {k: v for k, v in body.items() if k in names and k != "stream"}
+    extra = {k: v for k, v in body.items() if k not in names and k not in ("stream", "stream_options")}
+    return {**kwargs, "extra_body": extra} if extra else kwargs

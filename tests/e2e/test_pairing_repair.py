@@ -11,9 +11,8 @@ and without any memory of it (a fresh llmfix process per such test, so nothing l
 from __future__ import annotations
 
 import copy
-import inspect
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import openai
 import pytest
 
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import sdk_kwargs as _split
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 
@@ -60,14 +60,6 @@ def fresh(upstream: MockUpstream, tmp_path_factory) -> Iterator[Mitmdump]:
     """A llmfix process of its own: its memory holds only what this test sends through it."""
     with start(upstream, tmp_path_factory.mktemp("conf")) as proxy:
         yield proxy
-
-
-def _split(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
-    """The body as SDK keyword arguments; fields the SDK does not name go in ``extra_body``."""
-    names = set(inspect.signature(method).parameters)
-    kwargs = {k: v for k, v in body.items() if k in names and k != "stream"}
-    extra = {k: v for k, v in body.items() if k not in names and k not in ("stream", "stream_options")}
-    return {**kwargs, "extra_body": extra} if extra else kwargs
 
 
 def _client(proxy: Mitmdump, dialect: str) -> Any:

@@ -8,11 +8,14 @@ in ``Change.dropped`` by its digest.
 
 from __future__ import annotations
 
+import base64
+import io
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
+from PIL import Image
 
 from llmfix.body.media import digest
 from llmfix.catalogue import takes
@@ -115,13 +118,15 @@ def nothing_lost(sent: dict[str, Any], got: dict[str, Any], outcome: Outcome, *,
     for text in strings(sent):
         assert any(text in s for s in out_strings), f"text {text!r} is missing from the output"
     sent_media, got_media = list(media(sent)), list(media(got))
-    sent_count, got_count = Counter(map(canon, sent_media)), Counter(map(canon, got_media))
+    fitted = fitted_of(outcome)  # an image fit-images made into one the upstream takes is the same image
+    sent_count = Counter(fitted.get(canon(p), canon(p)) for p in sent_media)
+    got_count = Counter(map(canon, got_media))
     extra = got_count - sent_count
     assert not extra, f"media invented or duplicated: {list(extra.elements())[:3]}"
     dropped_lines = [d for c in outcome.changes for d in c.dropped]
     resolved = ProfileTable().resolve(host, 443, model)
     for part in sent_media:
-        key = canon(part)
+        key = fitted.get(canon(part), canon(part))
         if got_count[key] > 0:
             got_count[key] -= 1
             continue
@@ -132,8 +137,34 @@ def nothing_lost(sent: dict[str, Any], got: dict[str, Any], outcome: Outcome, *,
         may_drop = (kind(part) in ("image", "audio") and not takes(kind(part), modalities)) or (
             kind(part) == "file" and modalities is not None and "pdf" not in modalities) or (
             part["type"] == "input_image" and not part.get("image_url")
-            and resolved.profile.responses_image_requires_url)
+            and resolved.profile.responses_image_requires_url) or (kind(part) == "image" and undecodable(part))
         assert may_drop, f"media part {part} dropped although profile {resolved.profile.name} / {model} takes it"
+
+
+def fitted_of(outcome: Outcome) -> dict[bytes, bytes]:
+    """canon(an image part sent) → canon(the part fit-images sent in its place), from its change records."""
+    return {canon(c.before): canon(c.after) for c in outcome.changes if c.repair == "fit-images" and not c.dropped}
+
+
+def undecodable(part: dict[str, Any]) -> bool:
+    """Whether an inline image's bytes are no image at all (checked with Pillow, apart from llmfix's own code): an
+    upstream refuses it, so dropping it for a placeholder loses nothing the model could have seen."""
+    text = payload(part)
+    if text.startswith(("http://", "https://")) or not text or (part["type"] == "input_image" and not \
+            part.get("image_url")):
+        return False
+    try:
+        raw = base64.b64decode(text, validate=False)
+    except ValueError:
+        return True
+    if raw.lstrip()[:1] == b"<":
+        return b"<svg" not in raw[:4096]  # an SVG is rasterized, never dropped for being one
+    try:
+        with Image.open(io.BytesIO(raw)) as im:
+            im.load()
+    except Exception:
+        return True
+    return False
 
 
 def _owned_media(dialect: str, items: list[Any]) -> list[tuple[int, str | None, bytes]]:
@@ -220,15 +251,20 @@ def _placeholder_of(sent: Any, got: Any, dropped: list[str]) -> bool:
         and any(f"sha256:{digest(payload(sent))}" in d for d in dropped)
 
 
-def _same_but_dropped_media(sent: Any, got: Any, dropped: list[str]) -> bool:
-    """``got`` equals ``sent`` (keys, order, values) except for media parts replaced by their placeholders."""
+def _same_but_dropped_media(sent: Any, got: Any, dropped: list[str], fitted: dict[bytes, bytes] | None = None
+                            ) -> bool:
+    """``got`` equals ``sent`` (keys, order, values) except for media parts replaced by their placeholders, or by the
+    image fit-images made of them (``fitted``, see :func:`fitted_of`)."""
     if isinstance(sent, dict) and isinstance(got, dict):
         if _placeholder_of(sent, got, dropped):
             return True
-        return list(sent) == list(got) and all(_same_but_dropped_media(sent[k], got[k], dropped) for k in sent)
+        if fitted and is_media(sent) and fitted.get(canon(sent)) == canon(got):
+            return True
+        return list(sent) == list(got) and all(_same_but_dropped_media(sent[k], got[k], dropped, fitted)
+                                               for k in sent)
     if isinstance(sent, list) and isinstance(got, list):
         return len(sent) == len(got) and all(
-            _same_but_dropped_media(a, b, dropped) for a, b in zip(sent, got, strict=True))
+            _same_but_dropped_media(a, b, dropped, fitted) for a, b in zip(sent, got, strict=True))
     return orjson.dumps(sent) == orjson.dumps(got)
 
 
@@ -238,10 +274,12 @@ def dropped_of(outcome: Any) -> list[str]:
 
 
 def untouched_items_kept(sent_items: list[Any], got_items: list[Any], dropped: list[str] | None = None,
-                         may_change: Callable[[int], bool] | None = None) -> None:
+                         may_change: Callable[[int], bool] | None = None,
+                         fitted: dict[bytes, bytes] | None = None) -> None:
     """Promise 2 (minimal change): every other item reaches the upstream with the same keys, order and values —
     or, where a change record drops media (a model that takes none), with each dropped part replaced by its
-    placeholder and nothing else different. ``may_change(k)``: items a repair may legitimately rewrite."""
+    placeholder and nothing else different; or with an image fit-images fitted (``fitted``) in place of one the
+    upstream would refuse. ``may_change(k)``: items a repair may legitimately rewrite."""
     got = Counter(orjson.dumps(i) for i in got_items)
     for k, item in enumerate(sent_items):
         if (may_change or (lambda k: _may_change(sent_items[k])))(k):
@@ -250,8 +288,8 @@ def untouched_items_kept(sent_items: list[Any], got_items: list[Any], dropped: l
         if got[key] > 0:
             got[key] -= 1
             continue
-        match = next((g for g in got_items if got[orjson.dumps(g)] > 0 and dropped and any(media(item))
-                      and _same_but_dropped_media(item, g, dropped)), None)
+        match = next((g for g in got_items if got[orjson.dumps(g)] > 0 and (dropped or fitted) and any(media(item))
+                      and _same_but_dropped_media(item, g, dropped or [], fitted)), None)
         assert match is not None, f"an item no repair should touch changed or vanished: {item}"
         got[orjson.dumps(match)] -= 1
 

@@ -34,6 +34,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from llmfix.memory.store import ToolCall
+from tests.images import b64, image_bytes
 
 # ---------------------------------------------------------------------------------------------- hosts
 
@@ -99,9 +100,24 @@ def data_url(mime: str) -> st.SearchStrategy[str]:
     return payloads.map(lambda p: f"data:{mime};base64,{p}")
 
 
+def image_payload(fmt: str) -> st.SearchStrategy[str]:
+    """The base64 of a real (tiny) image of ``fmt``: the strict upstreams decode every image, as the real ones do.
+    One in eight is too wide for Anthropic (8200 px), one in eight truncated (no upstream can decode it): what
+    fit-images exists for, mixed into every history."""
+    fits = st.integers(0, 4095).map(lambda seed: b64(image_bytes(fmt, seed)))
+    wide = st.integers(0, 15).map(lambda seed: b64(image_bytes(fmt, seed, (8200, 2))))
+    broken = st.integers(0, 15).map(lambda seed: b64(image_bytes(fmt, seed)[: 10 + seed]))
+    return st.sampled_from(["fits"] * 6 + ["wide", "broken"]).flatmap(
+        lambda kind: {"fits": fits, "wide": wide, "broken": broken}[kind])
+
+
+def image_data_url(fmt: str) -> st.SearchStrategy[str]:
+    return image_payload(fmt).map(lambda p: f"data:image/{fmt};base64,{p}")
+
+
 tokens = st.binary(min_size=1, max_size=8).map(bytes.hex)  # URL- and id-safe
 http_image_urls = tokens.map(lambda t: f"https://img.example/{t}.png")
-image_urls = st.one_of(data_url("image/png"), data_url("image/jpeg"), http_image_urls)
+image_urls = st.one_of(image_data_url("png"), image_data_url("jpeg"), http_image_urls)
 
 
 # ---------------------------------------------------------------------------------------------- chat
@@ -344,8 +360,8 @@ def responses_conversation(draw: Any, host_name: str) -> Conversation:
 # ---------------------------------------------------------------------------------------------- messages
 
 anthropic_image = st.one_of(
-    st.builds(lambda p, m: {"type": "image", "source": {"type": "base64", "media_type": m, "data": p}},
-              payloads, st.sampled_from(["image/png", "image/jpeg", "image/webp"])),
+    st.sampled_from(["png", "jpeg", "webp"]).flatmap(lambda f: image_payload(f).map(
+        lambda p: {"type": "image", "source": {"type": "base64", "media_type": f"image/{f}", "data": p}})),
     st.builds(lambda u: {"type": "image", "source": {"type": "url", "url": u}}, http_image_urls),
 )
 anthropic_document = st.builds(

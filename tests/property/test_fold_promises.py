@@ -28,12 +28,13 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.route import Dialect
+from tests.images import png_b64
 from tests.property.budget import BUDGET
 from tests.upstreams.rules import check
 
 VENDORS = {"api.deepseek.com": "deepseek", "open.bigmodel.cn": "glm", "api.minimax.io": "minimax"}
 CC = {"type": "ephemeral"}
-IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgoAAAANSUhEUg"}}
+IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_b64(0)}}
 
 
 @st.composite

@@ -46,7 +46,8 @@ def _may_change(item: Any, previous: Any) -> bool:
 def untouched_items_kept(sent_items: list[Any], got_items: list[Any], outcome: Outcome) -> None:
     """Items outside every tool turn leave exactly as sent (or with dropped media as placeholders)."""
     promises.untouched_items_kept(sent_items, got_items, promises.dropped_of(outcome),
-                                  may_change=lambda k: _may_change(sent_items[k], sent_items[k - 1] if k else None))
+                                  may_change=lambda k: _may_change(sent_items[k], sent_items[k - 1] if k else None),
+                                  fitted=promises.fitted_of(outcome))
 
 
 def check_turn(settings: Any, conv: Conversation, turns: int, mode: str) -> list[Any]:

@@ -85,7 +85,8 @@ def check_turn(settings: Settings, conv: Conversation, turns: int, mode: str) ->
     promises.nothing_lost(sent, got, outcome, host=conv.host.name, model=conv.model)
     promises.media_in_place(conv.dialect, sent[conv.key], got[conv.key])
     promises.same_top_level(sent, got, conv.key)
-    promises.untouched_items_kept(sent[conv.key], got[conv.key], promises.dropped_of(outcome))
+    promises.untouched_items_kept(sent[conv.key], got[conv.key], promises.dropped_of(outcome),
+                                  fitted=promises.fitted_of(outcome))
     promises.accepted(conv.host.rules, PATHS[conv.dialect], got)
 
     idempotent_and_deterministic(settings, conv, raw, out, turns, mode)

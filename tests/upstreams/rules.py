@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tests.upstreams import chat_rules, compat_rules, messages_rules, reasoning_rules, responses_rules
+from tests.upstreams import chat_rules, compat_rules, image_rules, messages_rules, reasoning_rules, responses_rules
 from tests.upstreams.errors import Rejection
 
 __all__ = ["RULE_SETS", "Rejection", "check", "dialect_of", "rules_for_host"]
@@ -61,15 +61,18 @@ def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
         return None
     dialect = dialect_of(path)
     if dialect == "responses":
-        return responses_rules.check_xai(body) if rules == "xai" else responses_rules.check_openai(body)
+        if rules == "xai":
+            return responses_rules.check_xai(body) or image_rules.check_xai(dialect, body)
+        return responses_rules.check_openai(body) or image_rules.check_openai_responses(body)
     if dialect == "chat":
         if rules == "deepseek":
             return chat_rules.check_deepseek(body) or reasoning_rules.check_deepseek(body)
         if rules == "moonshot":
             return chat_rules.check_openai(body) or reasoning_rules.check_kimi(body)
         if rules == "xai":
-            return chat_rules.check_xai(body)
-        return chat_rules.check_openai(body)
+            return chat_rules.check_xai(body) or image_rules.check_xai(dialect, body)
+        return chat_rules.check_openai(body) or image_rules.check_openai_chat(body)
     if dialect == "messages":
-        return compat_rules.check(rules, body) or messages_rules.check(body)
+        return compat_rules.check(rules, body) or messages_rules.check(body) or (
+            image_rules.check_anthropic(body) if rules in ("anthropic", "spec") else None)
     return None

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.images import png_url
 from tests.upstreams.captures import capture_json
 from tests.upstreams.rules import Rejection, check, dialect_of, rules_for_host
 
@@ -26,8 +27,8 @@ MISSING_PREFIX = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
     "'tool_call_id'. The following tool_call_ids did not have response messages: "
 )
-IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"}
-CHAT_IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+IMAGE = {"type": "input_image", "image_url": png_url(0), "detail": "auto"}
+CHAT_IMAGE = {"type": "image_url", "image_url": {"url": png_url(0)}}
 
 
 # ---------------------------------------------------------------- captured traffic

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -53,7 +54,7 @@ def base64_size(b64: str) -> int:
 
 _LARGE = 64 * 1024
 _CACHE_MAX = 32
-_cache: dict[tuple[int, str], tuple[str, MediaRef]] = {}
+_cache: dict[tuple[object, ...], tuple[str, MediaRef]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -66,15 +67,19 @@ def ref_for_url(url: str, kind: str = "image") -> MediaRef:
     """
     if len(url) < _LARGE:
         return _ref_for_url(url, kind)
-    key = (id(url), kind)
+    return _remembered(url, (id(url), kind), lambda: _ref_for_url(url, kind))
+
+
+def _remembered(text: str, key: tuple[object, ...], make: Callable[[], MediaRef]) -> MediaRef:
+    """``make()``, remembered by the identity of the large string ``text`` until :func:`forget`."""
     hit = _cache.get(key)
-    if hit is not None and hit[0] is url:
+    if hit is not None and hit[0] is text:
         return hit[1]
-    ref = _ref_for_url(url, kind)
+    ref = make()
     with _cache_lock:
         if len(_cache) >= _CACHE_MAX:
             _cache.clear()
-        _cache[key] = (url, ref)
+        _cache[key] = (text, ref)
     return ref
 
 
@@ -107,7 +112,10 @@ def _ref_for_url(url: str, kind: str) -> MediaRef:
 
 
 def ref_for_base64(data: str, mime: str | None, kind: str = "image") -> MediaRef:
-    return MediaRef(kind, mime, base64_size(data), digest(data))
+    """Describe a base64 payload (an Anthropic image block's ``data``); remembered like :func:`ref_for_url`."""
+    if len(data) < _LARGE:
+        return MediaRef(kind, mime, base64_size(data), digest(data))
+    return _remembered(data, (id(data), kind, mime), lambda: MediaRef(kind, mime, base64_size(data), digest(data)))
 
 
 def ref_for_file_id(file_id: str, kind: str = "image") -> MediaRef:

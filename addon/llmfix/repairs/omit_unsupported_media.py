@@ -39,14 +39,6 @@ _GATED = {Dialect.CHAT: ch.MEDIA_PARTS, Dialect.RESPONSES: rs.MEDIA_PARTS,
           Dialect.MESSAGES: (an.ImageBlock,)}
 
 
-def _text(dialect: Dialect, text: str) -> Any:
-    if dialect is Dialect.CHAT:
-        return ch.TextPart(type="text", text=text)
-    if dialect is Dialect.RESPONSES:
-        return rs.InputText(type="input_text", text=text)
-    return an.TextBlock(type="text", text=text)
-
-
 def _gate(parts: list[Any], ctx: Context) -> tuple[list[Any], list[str], list[str]] | None:
     """``parts`` with each part the model cannot take replaced by a placeholder; None when none is."""
     out: list[Any] = []
@@ -57,7 +49,7 @@ def _gate(parts: list[Any], ctx: Context) -> tuple[list[Any], list[str], list[st
         if why is None:
             out.append(p)
             continue
-        out.append(_text(ctx.dialect, placeholders.omitted_part(kind(p), why)))
+        out.append(placeholders.text_part(ctx.dialect, placeholders.omitted_part(kind(p), why)))
         dropped.append(f"{p.media()}: {why}")
         kinds.append(kind(p))
     return (out, dropped, kinds) if dropped else None

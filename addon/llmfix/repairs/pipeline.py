@@ -13,8 +13,12 @@ back a call, without an id): drop-unverifiable-reasoning removes what the upstre
 not hold, then pair-reasoning-items puts each remaining reasoning item before the item it produced and removes
 the ids that would ask for a missing one — before hoisting, whose user message lands after a run of tool
 results and so never between a reasoning item and the item it produced; media a
-text-only model cannot take are then omitted everywhere else; text arrays are flattened last
-(pair-tool-calls' placeholders are plain strings, so flattening never has to touch them).
+text-only model cannot take are then omitted everywhere else; the images left are then fitted to the
+upstream's limits (fit-images: after omit, so an image the model cannot take is never decoded for nothing,
+and after every repair that moves or restores images, so that it fits them where they will be sent and
+counts them as the upstream will); text arrays are flattened last (pair-tool-calls' placeholders are plain
+strings, so flattening never has to touch them; fit-images' placeholder for an undecodable image in a Chat
+tool message is a text part that flattening then joins).
 
 Reasoning state: drop-foreign-thinking comes right after the fold, before anything else looks at assistant turns:
 it may drop an older assistant message that held only foreign thinking, and the pairing repairs must see the
@@ -31,6 +35,7 @@ from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
     drop_foreign_thinking,
     drop_unverifiable_reasoning,
+    fit_images,
     flatten_tool_text,
     fold_system_messages,
     hoist_tool_media,
@@ -57,6 +62,7 @@ PIPELINE: tuple[Repair, ...] = (
     pair_reasoning_items.REPAIR,
     hoist_tool_media.REPAIR,
     omit_unsupported_media.REPAIR,
+    fit_images.REPAIR,
     flatten_tool_text.REPAIR,
 )
 NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))

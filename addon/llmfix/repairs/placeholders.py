@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
+
+from llmfix.route import Dialect
+from llmfix.wire import anthropic as an
+from llmfix.wire import chat as ch
+from llmfix.wire import responses as rs
 
 
 def count_words(kinds: Iterable[str]) -> str:
@@ -28,3 +34,12 @@ def omitted_part(kind: str, reason: str) -> str:
 
 def label(call_id: str | None) -> str:
     return f"Attached from tool result {call_id or '(no call id)'}:"
+
+
+def text_part(dialect: Dialect, text: str) -> Any:
+    """A text part of ``dialect`` holding ``text``: what stands in a content array where a media part was."""
+    if dialect is Dialect.CHAT:
+        return ch.TextPart(type="text", text=text)
+    if dialect is Dialect.RESPONSES:
+        return rs.InputText(type="input_text", text=text)
+    return an.TextBlock(type="text", text=text)

@@ -22,6 +22,7 @@ from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import MemoryStoreError, Quirk, ToolCall
 from llmfix.route import Dialect
 from tests.conftest import fixture_json
+from tests.images import data_url, padded_png
 from tests.redis_server import RedisServer, needs_redis, until
 
 pytestmark = [needs_redis, pytest.mark.timeout(60)]
@@ -219,7 +220,7 @@ def test_a_client_that_dropped_the_image_overrides_what_another_instance_holds(l
 def test_one_request_writes_at_most_the_media_cap(links, caplog) -> None:
     a = RedisMediaStore(links())
     body = copy.deepcopy(CODEX)
-    big = dict(IMAGE, image_url="data:image/png;base64," + "A" * (MAX_OBSERVE_BYTES // 3))
+    big = dict(IMAGE, image_url=data_url(padded_png(MAX_OBSERVE_BYTES // 4)))
     for n in range(4):  # each output with its call: an orphan output is pair-tool-calls' to settle, not a result
         body["input"].append({"type": "function_call", "call_id": f"call_big_{n}", "name": "view_image",
                               "arguments": "{}"})

@@ -13,11 +13,12 @@ from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import ToolCall
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
+from tests.images import png_url
 
 VERSIONS = ["0.215.0", "0.225.2"]
 A_ARGS = '{"file_path": "/home/dev/project/a.png"}'
 B_ARGS = '{"file_path": "/home/dev/project/b.png"}'
-IMG = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "Q" * 100}}
+IMG = {"type": "image_url", "image_url": {"url": png_url(0)}}
 
 
 def run(raw: bytes | dict, host: str = "api.openai.com", memory: Any = None) -> engine.Outcome:

@@ -12,13 +12,14 @@ from llmfix import engine
 from llmfix.repairs.fold_system_messages import wrap
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
+from tests.images import png_b64
 from tests.upstreams.rules import check
 
 CC = "claude-code/single_png__turn2.json"
 SONNET = "claude-code/sonnet45__single_png__turn2.json"
 FOLDING_HOSTS = ["api.deepseek.com", "open.bigmodel.cn", "api.z.ai", "dashscope-intl.aliyuncs.com",
                  "api.minimax.io", "api.moonshot.ai"]
-IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo" + "A" * 40}}
+IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_b64(0)}}
 
 
 def run(raw: bytes | dict, host: str = "api.deepseek.com") -> engine.Outcome:

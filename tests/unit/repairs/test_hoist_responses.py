@@ -10,10 +10,11 @@ import pytest
 from llmfix import engine
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
+from tests.images import png_url
 
-PNG_A = "data:image/png;base64," + "A" * 120
-PNG_B = "data:image/png;base64," + "B" * 120
-PNG_C = "data:image/png;base64," + "C" * 120
+PNG_A = png_url(1)
+PNG_B = png_url(2)
+PNG_C = png_url(3)
 
 
 def run(body: dict[str, Any] | bytes, host: str = "api.x.ai") -> engine.Outcome:

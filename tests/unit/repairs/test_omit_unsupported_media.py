@@ -10,11 +10,12 @@ from llmfix.body.media import digest
 from llmfix.profiles import parse_table
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
+from tests.images import png_b64
 from tests.property import promises
 from tests.upstreams import rules
 
 DEEPSEEK = "opencode/chat__deepseek-chat__single_png__turn2.json"
-PAYLOAD = "iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAAGUlEQVR42mP4z8AARwz"
+PAYLOAD = png_b64(0)
 IMAGE_URL = f"data:image/png;base64,{PAYLOAD}"
 
 

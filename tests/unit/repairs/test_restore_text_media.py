@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from typing import Any
@@ -13,10 +12,11 @@ from llmfix import engine
 from llmfix.profiles import parse_table
 from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
+from tests.images import png_b64
 from tests.upstreams import rules
 
 XAI = "opencode/xai-builtin__grok-4__two_png__turn2.json"
-PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
+PNG = png_b64(0)
 SERIALIZED = json.dumps([{"type": "text", "text": "Image read successfully"},
                          {"type": "image-data", "data": PNG, "mediaType": "image/png"}], separators=(",", ":"))
 

@@ -1,0 +1,137 @@
+"""Reading an image, within hard bounds: its format from its bytes, then its header, then (only when asked) its
+pixels.
+
+Bounds, checked on the header before a single pixel is decoded: at most :data:`MAX_PIXELS` pixels and
+:data:`MAX_SIDE` pixels a side (a 60 KB PNG can declare 40000×40000 pixels: 6 GB once decoded). Over them an
+image is :class:`~llmfix.images.shape.Refused`: never decoded, and the request goes through unchanged with a
+warning. Only Pillow's plugins for the formats below are ever used (``Image.open(formats=…)``): never the ones
+that run external programs (EPS runs Ghostscript) or read exotic containers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+from llmfix.images import svg
+from llmfix.images.shape import Refused, Shape
+
+MAX_PIXELS = 80_000_000
+"""Pixels llmfix decodes at most in one image (~320 MB as RGBA; below Pillow's own bomb warning, 89 MP). The
+largest image Anthropic takes, 8000×8000, is 64 MP."""
+MAX_SIDE = 40_000
+"""Pixels a side llmfix decodes at most (a 40000×1 strip is fine; 40001 px is not)."""
+DECODERS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
+_FORMAT = {"PNG": "png", "JPEG": "jpeg", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tiff"}
+
+
+class Undecodable(ValueError):
+    """The bytes are not an image llmfix can read; the message says why, in a few words."""
+
+
+def payload(text: str, is_base64: bool = True) -> bytes:
+    """The bytes of an inline image's payload (base64, or a data URL's percent-encoded text)."""
+    if not is_base64:
+        from urllib.parse import unquote_to_bytes
+
+        return unquote_to_bytes(text)
+    try:
+        return base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError) as e:
+        raise Undecodable(f"its base64 is invalid ({e})") from None
+
+
+def sniff(raw: bytes) -> str | None:
+    """The format the bytes are, from their first bytes; None when they are none llmfix reads."""
+    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if raw.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if raw[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "webp"
+    if raw.startswith(b"BM") and len(raw) > 26:
+        return "bmp"
+    if raw[:4] in (b"II*\x00", b"MM\x00*"):
+        return "tiff"
+    if svg.looks_like(raw):
+        return "svg"
+    return None
+
+
+@dataclass(slots=True)
+class Decoded:
+    """An opened image: its shape, and a raster not yet loaded (or the parsed SVG to rasterize)."""
+
+    shape: Shape
+    raster: Any = None  # a PIL image, header read, pixels not decoded
+    vector: svg.Svg | None = None
+
+
+def open_image(raw: bytes, b64_length: int) -> Decoded:
+    """Open ``raw``: format, size and frames from the header alone. Raises :class:`Undecodable` for what is not an
+    image llmfix reads, :class:`Refused` for one over the bounds."""
+    fmt = sniff(raw)
+    if fmt is None:
+        raise Undecodable("its bytes are not a PNG, JPEG, GIF, WebP, BMP, TIFF or SVG image")
+    if fmt == "svg":
+        vector = svg.parse(raw)
+        return Decoded(Shape("svg", vector.width, vector.height, len(raw), b64_length), vector=vector)
+    try:
+        im = Image.open(io.BytesIO(raw), formats=DECODERS)
+    except Image.DecompressionBombError as e:
+        raise Refused(f"image over llmfix's decoding bound ({e})") from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as e:
+        raise Undecodable(f"its {fmt.upper()} header cannot be read ({short(e)})") from None
+    width, height = im.size
+    check_bounds(width, height)
+    frames = _frames(im)
+    return Decoded(Shape(_FORMAT.get(im.format or "", fmt), width, height, len(raw), b64_length, frames), raster=im)
+
+
+def check_bounds(width: int, height: int) -> None:
+    if width <= 0 or height <= 0:
+        raise Undecodable(f"it has no pixels ({width}×{height})")
+    if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
+        raise Refused(f"image of {width}×{height} px is over llmfix's decoding bound "
+                      f"({MAX_PIXELS // 1_000_000} megapixels, {MAX_SIDE} px a side): not decoded")
+
+
+def _frames(im: Any) -> int:
+    try:
+        return int(getattr(im, "n_frames", 1) or 1)
+    except (OSError, ValueError, EOFError):
+        return 1
+
+
+def load(decoded: Decoded, draft: tuple[int, int] | None = None) -> Any:
+    """The image's first frame, decoded (the pixels are checked here: a corrupt or truncated file raises
+    :class:`Undecodable`). ``draft``: a JPEG may be decoded straight at a smaller scale, at least this size."""
+    im = decoded.raster
+    if decoded.vector is not None:
+        raise TypeError("an SVG is rasterized, not loaded")
+    try:
+        if draft is not None and im.format == "JPEG":
+            im.draft(im.mode if im.mode in ("RGB", "L", "CMYK") else "RGB", draft)
+        im.seek(0)
+        im.load()
+    except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
+        raise Undecodable(f"its {decoded.shape.format.upper()} data cannot be decoded ({short(e)})") from None
+    return im
+
+
+_ADDRESS = re.compile(r"\s*<[^<>]* at 0x[0-9a-fA-F]+>|\s*\b0x[0-9a-fA-F]{6,}\b")
+
+
+def short(e: BaseException) -> str:
+    """An error's text for a placeholder: deterministic (no object addresses: the text goes into the request, whose
+    bytes must be the same on every turn) and short."""
+    text = _ADDRESS.sub("", str(e)).strip() or type(e).__name__
+    return text if len(text) <= 120 else text[:117] + "…"

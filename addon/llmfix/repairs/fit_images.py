@@ -1,0 +1,283 @@
+"""fit-images: an image over the upstream's limits, or in a format it refuses, is made into one it takes.
+
+Bug — an image the upstream refuses stays in the client's history, so every later turn is refused again, and
+users cut their session files by hand or start over (reference/session-killers.md §4, the tenth of its most
+frequent killers):
+
+- Anthropic, from Claude Code (a pasted or read screenshot): ``messages.44.content.1.image.source.base64:
+  image exceeds 5 MB maximum: 11641928 bytes > 5242880 bytes`` (the limit is on the base64 text: a 4 MB
+  screenshot is over it; anthropics/claude-code #19631); ``… At least one of the image dimensions exceed max
+  allowed size: 8000 pixels`` (#4778: "Exiting and coming back in doesn't help"); ``… exceed max allowed size
+  for many-image requests: 2000 pixels`` once the request holds more than 20 images (#49537: a session that was
+  fine becomes permanently rejected as screenshots accumulate); ``Could not process image``; a file whose bytes
+  are not its declared type: ``… Image does not match the provided media type image/png`` (#6300, #13131).
+- OpenAI, from Codex: ``view_image`` of an ``.svg`` → ``The image data you provided does not represent a valid
+  image. Please check your input and try again with one of the supported image formats: ['image/jpeg',
+  'image/png', 'image/gif', 'image/webp'].`` and the thread cannot recover (session-killers [3]). OpenAI takes
+  no animated GIF either.
+- xAI takes JPEG and PNG only: a WebP screenshot → ``Invalid request content: Downloaded response does not
+  contain a valid JPG or PNG image.``
+
+Repair, where the profile has image limits (``image_*``, see profiles.py): each inline image (a Chat
+``image_url`` data URL, a Responses ``input_image`` data URL in a message or a tool output, an Anthropic base64
+``image`` block in user content or in a ``tool_result``) that the upstream would refuse, and only such an image,
+is fitted by :mod:`llmfix.images`: downscaled to the pixel limit keeping its aspect ratio, re-encoded to meet the
+byte limit as the upstream measures it, converted from a format it refuses (an SVG rasterized, an animated GIF's
+first frame), or only given its true media type. The many-image limit is counted over the whole request, as the
+upstream counts (every image block, those by URL too). An image that cannot be decoded or made to fit becomes a
+short visible text in its place, naming it and why, with a ``dropped`` record. Images by URL or file id cannot be
+fitted and are left as they are; one over llmfix's own decoding bounds (a decompression bomb) leaves the whole
+request unchanged, with a warning. The same image is converted once: the next turn gets the very same bytes
+from the image cache.
+
+Runs after omit-unsupported-media (an image the model cannot take at all is already a placeholder, not worth
+fitting) and before flatten-tool-text (a placeholder put in a Chat tool message is a text part it may join).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from llmfix import images
+from llmfix.images import Fits, Fitted, Limits, Unusable
+from llmfix.profiles import Profile
+from llmfix.repairs import placeholders
+from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
+from llmfix.report.changes import Change
+from llmfix.route import Dialect
+from llmfix.wire import anthropic as an
+from llmfix.wire import chat as ch
+from llmfix.wire import responses as rs
+from llmfix.wire.base import evolve
+
+NAME = "fit-images"
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """A profile's image limits: per image, and the many-image rule (more than ``many_count`` images in one
+    request: each at most ``many_side`` pixels)."""
+
+    limits: Limits
+    many_count: int | None
+    many_side: int | None
+
+    def for_count(self, count: int) -> Limits:
+        if self.many_count is not None and self.many_side and count > self.many_count:
+            return self.limits.at_most(self.many_side)
+        return self.limits
+
+
+def rules_of(profile: Profile) -> Rules | None:
+    """The image rules of a profile; None when it has none (the repair has nothing to do)."""
+    limits = Limits(
+        formats=frozenset(profile.image_formats) if profile.image_formats is not None else None,
+        max_base64=profile.image_max_base64, max_bytes=profile.image_max_bytes, max_side=profile.image_max_side,
+        gif_animated=profile.image_gif_animated, exact_type=profile.image_media_type_checked)
+    many = (profile.image_many_count, profile.image_many_side) if profile.image_many_side else (None, None)
+    if limits == Limits() and many == (None, None):
+        return None
+    return Rules(limits, *many)
+
+
+_IDENTS: dict[int, tuple[weakref.ref[Any], tuple[bytes, int]]] = {}
+"""An image part's payload identity (``images.identify``), by the part: a part is frozen, and the next turn of a
+session reuses the very part objects of the turn before (body/prefix.py), so its image is hashed once, not on
+every turn. An entry goes when its part does."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One image part of the request: where it is, and its inline payload (``text[start:]``; ``inline`` False: by
+    URL or file id)."""
+
+    where: str
+    part: Any
+    text: str = ""
+    start: int = 0
+    inline: bool = False
+    declared: str | None = None
+    is_base64: bool = True
+
+    @property
+    def payload(self) -> str:
+        return self.text[self.start:] if self.start else self.text
+
+    def fit(self, limits: Limits) -> images.Result:
+        return images.fit(lambda: self.payload, self.declared, limits, is_base64=self.is_base64, ident=self.ident())
+
+    def ident(self) -> tuple[bytes, int]:
+        key = id(self.part)
+        known = _IDENTS.get(key)
+        if known is not None and known[0]() is self.part:
+            return known[1]
+        ident = images.identify(self.payload)
+        _IDENTS[key] = (weakref.ref(self.part, lambda ref, key=key: _forget(key, ref)), ident)
+        return ident
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    """Drop a dead part's entry. No lock: the callback may run in any thread, in the middle of anything (a garbage
+    collection); at worst it drops a newer part's entry for a reused id, which is then hashed again."""
+    if (known := _IDENTS.get(key)) is not None and known[0] is ref:
+        _IDENTS.pop(key, None)
+
+
+def _data_url(where: str, part: Any, url: str | None) -> Slot:
+    if not url or not url.startswith("data:"):
+        return Slot(where, part)
+    comma = url.find(",", 0, 1024)
+    meta = url[5:comma] if comma >= 0 else url[5:1024]
+    params = meta.split(";")
+    is_base64 = any(p.strip().lower() == "base64" for p in params[1:])
+    return Slot(where, part, url, comma + 1 if comma >= 0 else len(url), True, params[0] or None, is_base64)
+
+
+def _parts(where: str, parts: list[Any]) -> Iterator[Slot]:
+    for k, p in enumerate(parts):
+        if isinstance(p, ch.ImagePart):
+            yield _data_url(f"{where}[{k}]", p, p.image_url.url)
+        elif isinstance(p, rs.InputImage):
+            yield _data_url(f"{where}[{k}]", p, p.image_url)
+        elif isinstance(p, an.ImageBlock) and p.type == "image":
+            src = p.source
+            data = src.get("data") if src.get("type") == "base64" else None
+            if isinstance(data, str):
+                media_type = src.get("media_type")
+                yield Slot(f"{where}[{k}]", p, data, 0, True, media_type if isinstance(media_type, str) else None)
+            else:
+                yield Slot(f"{where}[{k}]", p)
+        elif isinstance(p, an.ToolResult) and isinstance(p.content, list):
+            yield from _parts(f"{where}[{k}].content", p.content)
+
+
+def slots(dialect: Dialect, i: int, item: Any) -> Iterator[Slot]:
+    """Every image part of item ``i``, in document order (tool results' images included)."""
+    key = "input" if dialect is Dialect.RESPONSES else "messages"
+    if isinstance(item, ch.Message | rs.Message | an.Message) and isinstance(item.content, list):
+        yield from _parts(f"{key}[{i}].content", item.content)
+    elif isinstance(item, rs.ToolOutput) and isinstance(item.output, list):
+        yield from _parts(f"{key}[{i}].output", item.output)
+
+
+def _fitted_part(slot: Slot, got: Fitted) -> Any:
+    part = slot.part
+    data = got.data if got.data is not None else slot.payload
+    if isinstance(part, an.ImageBlock):
+        return evolve(part, source={**part.source, "media_type": got.mime, "data": data})
+    base64_ = got.data is not None or slot.is_base64
+    url = f"data:{got.mime}{';base64' if base64_ else ''},{data}"
+    if isinstance(part, ch.ImagePart):
+        return evolve(part, image_url=evolve(part.image_url, url=url))
+    return evolve(part, image_url=url)
+
+
+def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
+    """``parts`` with the replacements of ``new`` (by part identity), tool results' contents included; None when
+    none of them is here."""
+    out: list[Any] = []
+    changed = False
+    for p in parts:
+        if id(p) in new:
+            out.append(new[id(p)])
+            changed = True
+        elif isinstance(p, an.ToolResult) and isinstance(p.content, list) and (inner := _replace(p.content, new)):
+            out.append(evolve(p, content=inner))
+            changed = True
+        else:
+            out.append(p)
+    return out if changed else None
+
+
+def _rebuilt(item: Any, new: dict[int, Any]) -> Any:
+    if isinstance(item, rs.ToolOutput) and isinstance(item.output, list):
+        output = _replace(item.output, new)
+        return evolve(item, output=output) if output is not None else item
+    content = _replace(item.content, new) if isinstance(getattr(item, "content", None), list) else None
+    return evolve(item, content=content) if content is not None else item
+
+
+def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
+    rules = rules_of(ctx.profile)
+    if rules is None:
+        return items, []
+    found = [(i, s) for i, item in enumerate(items) for s in slots(ctx.dialect, i, item)]
+    if not found:
+        return items, []
+    first = {id(s): s.fit(rules.limits) for _, s in found if s.inline}
+    count = len(found) - sum(isinstance(r, Unusable) for r in first.values())  # what the upstream will count
+    limits = rules.for_count(count)
+    many = f" (the request holds {count} images: more than {rules.many_count})" if limits != rules.limits else ""
+    new: dict[int, Any] = {}
+    touched: set[int] = set()
+    changes: list[Change] = []
+    for i, s in found:
+        got = first.get(id(s))
+        if got is None or (isinstance(got, Fits) and limits == rules.limits):
+            continue
+        if not isinstance(got, Unusable) and limits != rules.limits:
+            got = s.fit(limits)
+        if isinstance(got, Fits):
+            continue
+        if isinstance(got, Unusable):
+            why = got.reason
+            new[id(s.part)] = placeholders.text_part(ctx.dialect, placeholders.omitted_part("image", why))
+            changes.append(Change(NAME, s.where, f"image → placeholder: {why}", before=s.part.to_wire(),
+                                  after=new[id(s.part)].to_wire(), dropped=(f"{s.part.media()}: {why}",)))
+        else:
+            new[id(s.part)] = _fitted_part(s, got)
+            changes.append(Change(NAME, s.where, f"image {got.summary()}{many}", before=s.part.to_wire(),
+                                  after=new[id(s.part)].to_wire()))
+        touched.add(i)
+    if not changes:
+        return items, []
+    return [_rebuilt(item, new) if i in touched else item for i, item in enumerate(items)], changes
+
+
+def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Context) -> tuple[int, int] | None:
+    """Certain when every image in ``items[start:]`` is taken as it is, and the many-image rule still holds over
+    the whole request. State: (images so far, the widest inline one's long side), all the rule needs of
+    ``items[:start]``."""
+    rules = rules_of(ctx.profile)
+    if rules is None:
+        return (0, 0)
+    count, widest = state if state is not None else (0, 0)
+    for i in range(start, len(items)):
+        for s in slots(ctx.dialect, i, items[i]):
+            count += 1
+            if not s.inline:
+                continue
+            try:
+                got = s.fit(rules.limits)
+            except images.Refused:
+                return None  # the repair itself says why
+            if not isinstance(got, Fits):
+                return None
+            widest = max(widest, got.shape.side)
+    if rules.for_count(count) != rules.limits and widest > (rules.many_side or 0):
+        return None
+    return (count, widest)
+
+
+def _wanted(profile: Profile, dialect: Dialect) -> bool:
+    return rules_of(profile) is not None
+
+
+REPAIR = Repair(
+    name=NAME,
+    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
+    apply=_apply,
+    wanted=_wanted,
+    needles={
+        # inline images as the client sent them, or as restore-text-media makes them from text
+        Dialect.CHAT: (b"image_url", *RESTORED),
+        Dialect.RESPONSES: (b"input_image", *RESTORED),
+        Dialect.MESSAGES: (b'"image"', *RESTORED),
+    },
+    doc=__doc__ or "",
+    extend=_extend,
+)

@@ -1,0 +1,275 @@
+"""fit-images on the captured Claude Code and Codex requests, their images replaced by ones the upstream refuses,
+judged by the strict upstream rules (tests/upstreams/image_rules.py): refused as sent, accepted as repaired, and
+nothing but the offending images changed."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import io
+import json
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from llmfix import engine, images
+from llmfix.profiles import parse_table
+from llmfix.repairs import fit_images
+from llmfix.route import Dialect
+from tests.conftest import fixture_json
+from tests.images import b64, declared_png, image_bytes, noise_png
+from tests.upstreams import rules
+
+CLAUDE = "claude-code/single_png__turn2.json"  # messages[3].content[0]: a tool_result holding one image block
+CODEX = "codex/turn2_request.json"  # input[5]: a function_call_output holding one input_image
+BIG = noise_png(1200, 1200)  # 4.3 MB: 5.8 MB of base64, over Anthropic's 5242880
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 150"><circle cx="75" cy="75" r="60"/></svg>'
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    images.CACHE.clear()
+
+
+def run(dialect: Dialect, host: str, body: dict[str, Any], table: Any = None) -> engine.Outcome:
+    settings = engine.Settings(table=table) if table is not None else engine.Settings()
+    return engine.process(engine.Request(dialect, host, 443, json.dumps(body).encode()), settings)
+
+
+def block(data: bytes, mime: str = "image/png") -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": b64(data)}}
+
+
+def claude(*blocks: dict[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(fixture_json(CLAUDE))
+    body["messages"][3]["content"][0]["content"] = list(blocks)
+    return body
+
+
+def codex(data: bytes, mime: str) -> dict[str, Any]:
+    body = copy.deepcopy(fixture_json(CODEX))
+    body["input"][5]["output"][0]["image_url"] = f"data:{mime};base64,{b64(data)}"
+    return body
+
+
+def decoded(data: str) -> Image.Image:
+    im = Image.open(io.BytesIO(base64.b64decode(data)))
+    im.load()
+    return im
+
+
+def repaired(dialect: Dialect, host: str, body: dict[str, Any], rule_set: str) -> tuple[dict[str, Any], engine.Outcome]:
+    path = {Dialect.MESSAGES: "/v1/messages", Dialect.RESPONSES: "/v1/responses", Dialect.CHAT: "/v1/chat/completions"}
+    assert rules.check(rule_set, path[dialect], body) is not None, "the strict upstream takes it as it is"
+    outcome = run(dialect, host, body)
+    assert outcome.status == "repaired", outcome.reason
+    got = json.loads(outcome.body or b"")
+    assert rules.check(rule_set, path[dialect], got) is None
+    return got, outcome
+
+
+def test_claude_code_oversized_screenshot_is_re_encoded_under_five_mb_of_base64() -> None:
+    body = claude(block(BIG))
+    rejection = rules.check("anthropic", "/v1/messages", body)
+    assert rejection is not None and rejection.message == (
+        f"messages.3.content.0.content.0.image.source.base64: image exceeds 5 MB maximum: {len(b64(BIG))} bytes > "
+        "5242880 bytes")
+    got, outcome = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    source = got["messages"][3]["content"][0]["content"][0]["source"]
+    assert source["media_type"] == "image/jpeg" and len(source["data"]) <= 5_242_880
+    assert decoded(source["data"]).size == (1200, 1200)
+    [change] = outcome.changes
+    assert change.repair == "fit-images" and change.location == "messages[3].content[0].content[0]"
+    assert "PNG 1200×1200" in change.summary and "→ JPEG 1200×1200" in change.summary
+    assert f"{len(b64(BIG))} characters of base64 > 5242880" in change.summary
+    assert b64(BIG)[100:140] not in json.dumps(change.record()) + change.line()  # never the base64
+    assert got["messages"][:3] == body["messages"][:3] and got["messages"][4:] == body["messages"][4:]
+
+
+def test_too_wide_is_downscaled_keeping_the_aspect_ratio() -> None:
+    body = claude(block(image_bytes("png", 1, (8600, 43))))
+    got, _ = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    im = decoded(got["messages"][3]["content"][0]["content"][0]["source"]["data"])
+    assert im.size == (8000, 40) and abs(im.size[1] - 43 * 8000 / 8600) < 1
+
+
+def many(n: int, wide: set[int], width: int = 2400) -> dict[str, Any]:
+    """Claude Code's request with ``n`` screenshots in its tool result, those in ``wide`` ``width`` px wide."""
+    return claude(*(block(image_bytes("png", k, (width if k in wide else 600, 30))) for k in range(n)))
+
+
+def test_past_twenty_images_each_is_held_to_2000_px_and_only_those_over_it_change() -> None:
+    body = many(22, wide={3, 17})
+    assert rules.check("anthropic", "/v1/messages", body).message.endswith(  # type: ignore[union-attr]
+        "exceed max allowed size for many-image requests: 2000 pixels")
+    got, outcome = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    sent, out = body["messages"][3]["content"][0]["content"], got["messages"][3]["content"][0]["content"]
+    assert [k for k in range(22) if sent[k] != out[k]] == [3, 17]
+    assert decoded(out[3]["source"]["data"]).size == (2000, 25)
+    assert all("the request holds 22 images: more than 20" in c.summary for c in outcome.changes)
+
+
+def test_twenty_large_images_are_a_valid_request_left_byte_identical() -> None:
+    body = many(20, wide=set(range(20)), width=7900)
+    assert rules.check("anthropic", "/v1/messages", body) is None
+    assert run(Dialect.MESSAGES, "api.anthropic.com", body).status == "untouched"
+
+
+def test_the_count_is_of_what_the_upstream_receives() -> None:
+    """21 images, one of which cannot be decoded: its placeholder leaves 20, under the many-image rule."""
+    body = claude(*(block(image_bytes("png", k, (2400, 30))) for k in range(20)), block(b"garbage"))
+    got, outcome = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    [change] = outcome.changes
+    assert change.dropped and "cannot be decoded" in change.summary
+    assert got["messages"][3]["content"][0]["content"][:20] == body["messages"][3]["content"][0]["content"][:20]
+
+
+def test_an_undecodable_image_becomes_a_visible_placeholder_with_a_dropped_record() -> None:
+    body = claude(block(b"\x89PNG\r\n\x1a\nnot really"))
+    assert rules.check("anthropic", "/v1/messages", body).message == "Could not process image"  # type: ignore
+    got, outcome = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    [placeholder] = got["messages"][3]["content"][0]["content"]
+    assert placeholder["type"] == "text" and placeholder["text"].startswith("[image omitted: it cannot be decoded")
+    [change] = outcome.changes
+    assert len(change.dropped) == 1 and "sha256:" in change.dropped[0]
+
+
+def test_a_mislabelled_image_gets_its_true_media_type_and_keeps_its_bytes() -> None:
+    jpeg = image_bytes("jpeg", 2, (40, 30))
+    body = claude(block(jpeg, "image/png"))
+    assert "Image does not match the provided media type image/png" in rules.check(  # type: ignore[union-attr]
+        "anthropic", "/v1/messages", body).message
+    got, _ = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    source = got["messages"][3]["content"][0]["content"][0]["source"]
+    assert source == {"type": "base64", "media_type": "image/jpeg", "data": b64(jpeg)}
+
+
+def test_a_user_message_image_is_fitted_where_it_is() -> None:
+    body = copy.deepcopy(fixture_json(CLAUDE))
+    body["messages"].append({"role": "assistant", "content": [{"type": "text", "text": "Looked."}]})
+    body["messages"].append({"role": "user", "content": [{"type": "text", "text": "And this?"},
+                                                         block(image_bytes("webp", 1, (9000, 9)), "image/webp")]})
+    got, outcome = repaired(Dialect.MESSAGES, "api.anthropic.com", body, "anthropic")
+    assert got["messages"][-1]["content"][1]["source"]["media_type"] == "image/png"  # lossless first
+    assert decoded(got["messages"][-1]["content"][1]["source"]["data"]).size == (8000, 8)
+    assert [c.location for c in outcome.changes] == [f"messages[{len(body['messages']) - 1}].content[1]"]
+
+
+def test_codex_view_image_of_an_svg_is_rasterized_for_openai() -> None:
+    body = codex(SVG, "image/svg+xml")
+    assert "does not represent a valid image" in rules.check("openai", "/v1/responses", body).message  # type: ignore
+    got, outcome = repaired(Dialect.RESPONSES, "api.openai.com", body, "openai")
+    part = got["input"][5]["output"][0]
+    assert part["detail"] == "original" and part["image_url"].startswith("data:image/png;base64,")
+    assert decoded(part["image_url"].partition(",")[2]).size == (300, 150)
+    assert outcome.changes[0].location == "input[5].output[0]" and "rasterized" in outcome.changes[0].summary
+
+
+def test_codex_animated_gif_goes_to_openai_as_a_still() -> None:
+    got, outcome = repaired(Dialect.RESPONSES, "api.openai.com",
+                            codex(image_bytes("gif", 3, (8, 8), frames=5), "image/gif"), "openai")
+    assert got["input"][5]["output"][0]["image_url"].startswith("data:image/png;base64,")
+    assert "first frame of 5" in outcome.changes[0].summary
+
+
+@pytest.mark.parametrize("fmt", ["webp", "gif"])
+def test_xai_gets_png_for_a_webp_or_gif(fmt: str) -> None:
+    body = fixture_json("opencode/chat__mock-vision__two_png__turn2.json")
+    user = next(m for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+                and any(p.get("type") == "image_url" for p in m["content"]))
+    part = next(p for p in user["content"] if p.get("type") == "image_url")
+    part["image_url"]["url"] = f"data:image/{fmt};base64,{b64(image_bytes(fmt, 1, (7, 3)))}"
+    assert rules.check("xai", "/v1/chat/completions", body).message == (  # type: ignore[union-attr]
+        "Invalid request content: Downloaded response does not contain a valid JPG or PNG image.")
+    _, outcome = repaired(Dialect.CHAT, "api.x.ai", body, "xai")
+    assert len(outcome.changes) == 1 and "→ PNG 7×3" in outcome.changes[0].summary
+
+
+@pytest.mark.parametrize(("name", "dialect", "host"), [
+    (CLAUDE, Dialect.MESSAGES, "api.anthropic.com"),
+    (CODEX, Dialect.RESPONSES, "api.openai.com"),
+    ("opencode/chat__mock-vision__two_png__turn2.json", Dialect.CHAT, "api.x.ai"),
+    ("pi-ai/anthropic_messages.json", Dialect.MESSAGES, "llm.internal.example"),
+])
+def test_captures_whose_images_fit_are_untouched(name: str, dialect: Dialect, host: str) -> None:
+    assert run(dialect, host, fixture_json(name)).status == "untouched"
+
+
+def test_a_png_whose_base64_is_just_under_five_mb_is_untouched() -> None:
+    from tests.images import padded_png
+
+    data = padded_png(5_242_880 // 4 * 3)
+    assert len(b64(data)) == 5_242_880
+    assert run(Dialect.MESSAGES, "api.anthropic.com", claude(block(data))).status == "untouched"
+
+
+def test_images_by_url_or_file_id_are_left_alone() -> None:
+    body = claude({"type": "image", "source": {"type": "url", "url": "https://img.example/a.svg"}},
+                  {"type": "image", "source": {"type": "file", "file_id": "file_1"}})
+    assert run(Dialect.MESSAGES, "api.anthropic.com", body).status == "untouched"
+
+
+def test_a_decompression_bomb_leaves_the_request_unchanged_with_the_reason() -> None:
+    outcome = run(Dialect.MESSAGES, "api.anthropic.com", claude(block(declared_png(30_000, 30_000))))
+    assert outcome.status == "failed" and "over llmfix's decoding bound" in (outcome.reason or "")
+
+
+def test_a_profile_without_image_limits_does_not_look() -> None:
+    table = parse_table({"hosts": {"gw.example": {"image_formats": [], "image_max_base64": 0, "image_max_side": 0,
+                                                  "image_many_side": 0, "image_gif_animated": True,
+                                                  "image_media_type_checked": False}}})
+    assert run(Dialect.MESSAGES, "gw.example", claude(block(BIG)), table).status == "untouched"
+    assert fit_images.rules_of(table.resolve("gw.example", 443, None).profile) is None
+
+
+def test_the_next_turn_gets_the_same_bytes_without_converting_again() -> None:
+    body = claude(block(BIG))
+    first = run(Dialect.MESSAGES, "api.anthropic.com", body)
+    converted = images.CACHE.converted
+    body["messages"].append({"role": "assistant", "content": [{"type": "text", "text": "It is noise."}]})
+    body["messages"].append({"role": "user", "content": [{"type": "text", "text": "Thanks."}]})
+    second = run(Dialect.MESSAGES, "api.anthropic.com", body)
+    assert images.CACHE.converted == converted  # nothing decoded or converted for the turn
+    before, after = json.loads(first.body or b""), json.loads(second.body or b"")
+    assert after["messages"][: len(before["messages"])] == before["messages"]
+
+
+def test_on_the_event_loop_image_work_is_deferred_not_done() -> None:
+    body = codex(SVG, "image/svg+xml")
+
+    async def on_loop() -> engine.Outcome:
+        return run(Dialect.RESPONSES, "api.openai.com", body)
+
+    assert asyncio.run(on_loop()).status == "deferred"
+    assert run(Dialect.RESPONSES, "api.openai.com", body).status == "repaired"  # in a worker: done, remembered
+    assert asyncio.run(on_loop()).status == "repaired"  # remembered: no work left for the loop
+
+
+def test_the_certain_check_carries_the_image_count_from_turn_to_turn() -> None:
+    """20 images of 2400 px are fine; the turn that brings the 21st is not (every earlier one must shrink), and
+    the check knows it from its state alone, looking at the new items only."""
+    from llmfix.body.conversation import loads, parse
+    from llmfix.profiles import ProfileTable
+    from llmfix.repairs.base import Context
+
+    body = claude(*(block(image_bytes("png", k, (2400, 8))) for k in range(20)))
+    profile = ProfileTable().resolve("api.anthropic.com", 443, None, Dialect.MESSAGES).profile
+    ctx = Context(Dialect.MESSAGES, profile, None, None)
+    items = parse(Dialect.MESSAGES, loads(json.dumps(body).encode())).items  # type: ignore[union-attr]
+    state = fit_images.REPAIR.extend(None, items, 0, ctx)  # type: ignore[misc]
+    assert state == (20, 2400)
+    more = [*items, *parse(Dialect.MESSAGES, {"messages": [
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [block(image_bytes("png", 99, (30, 30)))]}]}).items]  # type: ignore[union-attr]
+    assert fit_images.REPAIR.extend(state, more, len(items), ctx) is None  # type: ignore[misc]
+    # the same turn after a history whose images are all at most 2000 px: 21 images are fine
+    assert fit_images.REPAIR.extend((20, 1999), more, len(items), ctx) == (21, 1999)  # type: ignore[misc]
+
+
+def test_an_image_that_cannot_be_made_small_enough_becomes_a_placeholder() -> None:
+    table = parse_table({"hosts": {"tiny.example": {"base": "anthropic", "image_max_base64": 40}}})
+    outcome = run(Dialect.MESSAGES, "tiny.example", claude(block(noise_png(64, 64))), table)
+    [change] = outcome.changes
+    assert "cannot be made to fit" in change.summary and change.dropped
