@@ -30,7 +30,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-for p in (str(ROOT / "addon"), str(BENCH)):
+for p in (str(ROOT / "addon"), str(ROOT), str(BENCH)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
