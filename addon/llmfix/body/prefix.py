@@ -59,7 +59,7 @@ import orjson
 import pydantic_core
 import xxhash
 
-from llmfix.body.haystack import Searchable, find_outside_payloads, haystack
+from llmfix.body.haystack import Haystack, Searchable, find, find_outside_payloads, haystack
 
 MAX_ENTRIES = 1024
 MAX_WEIGHT = 96 * 1024 * 1024
@@ -130,14 +130,14 @@ def _tail_candidates(data: bytes, first_tail_key: str | None) -> list[int]:
         return []
     key = orjson.dumps(first_tail_key)
     out: list[int] = []
-    pos = data.find(key)
+    pos = find(data, key)
     while pos >= 0 and len(out) < 8:  # each ``"key"`` preceded by ``]``, ``,`` and whitespace only
         before = data[max(0, pos - 64) : pos].rstrip()
         if before.endswith(b","):
             before = before[:-1].rstrip()
             if before.endswith(b"]"):
                 out.append(max(0, pos - 64) + len(before) - 1)
-        pos = data.find(key, pos + 1)
+        pos = find(data, key, pos + 1)
     return out
 
 
@@ -254,7 +254,8 @@ class Answers:
             else:
                 if self._hay is None:
                     self._hay = haystack(self._data)
-                got = self._hay.find(needle)  # bytes, or a Haystack: outside base64 payloads
+                hay = self._hay  # bytes (a small body), or a Haystack: outside base64 payloads
+                got = hay.find(needle) if isinstance(hay, Haystack) else find(hay, needle)
             self.answers[needle] = got
         return got >= 0
 

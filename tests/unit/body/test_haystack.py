@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmfix import engine
-from llmfix.body.haystack import MIN_SIZE, Haystack, haystack
+from llmfix.body.haystack import _PAYLOAD_MARKERS, MIN_SIZE, Haystack, find, haystack
 from llmfix.repairs import pipeline
 from tests.conftest import FIXTURES
 
@@ -108,3 +108,43 @@ def test_generated_json_a_needle_found_is_there_and_a_token_outside_payloads_is_
             assert needle in body
         if any(needle in token for token in _must_find(value)):
             assert needle in hay, (needle, body)
+
+
+_BYTES = st.lists(st.sampled_from([b"a", b"b", b'"', b",", b";base64,", b'data":"', b'data": "', b"tool", b"\xff"]),
+                  max_size=40).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(data=_BYTES, needle=_BYTES.map(lambda b: b[:12]), start=st.integers(0, 80), end=st.integers(0, 80))
+def test_the_simd_search_answers_as_bytes_find_does(data: bytes, needle: bytes, start: int, end: int) -> None:
+    assert find(data, needle) == data.find(needle)
+    assert find(data, needle, start) == data.find(needle, start)
+    assert find(data, needle, start, end) == data.find(needle, start, end)
+
+
+def _reference_spans(data: bytes, start: int, n: int) -> list[tuple[int, int]]:
+    """The spans outside payloads, found with ``bytes.find`` alone (what the haystack computed before SIMD)."""
+    spans, pos = [], start
+    while pos < n:
+        found = [(j, m) for m in _PAYLOAD_MARKERS if (j := data.find(m, pos, n)) >= 0]
+        if not found:
+            break
+        first, marker = min(found)
+        closing = data.find(b'"', first + len(marker))
+        if closing < 0:
+            break
+        spans.append((pos, first + len(marker)))
+        pos = closing
+    spans.append((pos, n))
+    return spans
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(data=_BYTES, start=st.integers(0, 60), end=st.none() | st.integers(0, 80))
+def test_the_spans_are_those_bytes_find_gives(data: bytes, start: int, end: int | None) -> None:
+    hay = Haystack(data, start, end)
+    n = len(data) if end is None else min(end, len(data))
+    assert hay.spans == _reference_spans(data, start, n)
+    for needle in (b"tool", b'"', b"a", b"ab", b";base64,"):
+        want = next((j for a, b in hay.spans if (j := data.find(needle, a, b)) >= 0), -1)
+        assert hay.find(needle) == want
