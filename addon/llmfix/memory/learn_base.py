@@ -11,9 +11,13 @@ Out = list[ToolCall | Reasoning]
 """What an assembler reports into: the calls it completed, and any reasoning records it has."""
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)`` builds this encoder on every call (~1 µs of a call's ~3.5)."""
+
+
 def json_text(value: Any) -> str:
     """The JSON text of an already-parsed value (Anthropic ``input``, or non-string arguments)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else _ENCODER.encode(value)
 
 
 def dicts(value: Any) -> list[dict[str, Any]]:
