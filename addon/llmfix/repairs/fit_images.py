@@ -155,13 +155,34 @@ def _parts(where: str, parts: list[Any]) -> Iterator[Slot]:
             yield from _parts(f"{where}[{k}].content", p.content)
 
 
+_MESSAGES = (ch.Message, rs.Message, an.Message)
+_IMAGES = (ch.ImagePart, rs.InputImage, an.ImageBlock)
+
+
+def _may_hold(parts: list[Any]) -> bool:
+    """Whether :func:`_parts` may find an image in ``parts``: a part of an image type, or a tool result whose
+    content may hold one. One plain pass, no strings built: most items of a history hold no image, and this
+    runs over every item of a body seen for the first time."""
+    for p in parts:
+        if isinstance(p, _IMAGES):
+            return True
+        if isinstance(p, an.ToolResult) and isinstance(p.content, list) and _may_hold(p.content):
+            return True
+    return False
+
+
 def slots(dialect: Dialect, i: int, item: Any) -> Iterator[Slot]:
     """Every image part of item ``i``, in document order (tool results' images included)."""
+    if isinstance(item, _MESSAGES):
+        parts, field = item.content, "content"
+    elif isinstance(item, rs.ToolOutput):
+        parts, field = item.output, "output"
+    else:
+        return
+    if not isinstance(parts, list) or not _may_hold(parts):
+        return
     key = "input" if dialect is Dialect.RESPONSES else "messages"
-    if isinstance(item, ch.Message | rs.Message | an.Message) and isinstance(item.content, list):
-        yield from _parts(f"{key}[{i}].content", item.content)
-    elif isinstance(item, rs.ToolOutput) and isinstance(item.output, list):
-        yield from _parts(f"{key}[{i}].output", item.output)
+    yield from _parts(f"{key}[{i}].{field}", parts)
 
 
 def _fitted_part(slot: Slot, got: Fitted) -> Any:

@@ -37,15 +37,20 @@ from llmfix.wire.base import evolve
 NAME = "omit-unsupported-media"
 _GATED = {Dialect.CHAT: ch.MEDIA_PARTS, Dialect.RESPONSES: rs.MEDIA_PARTS,
           Dialect.MESSAGES: (an.ImageBlock,)}
+_MESSAGES = (ch.Message, rs.Message)
 
 
 def _gate(parts: list[Any], ctx: Context) -> tuple[list[Any], list[str], list[str]] | None:
     """``parts`` with each part the model cannot take replaced by a placeholder; None when none is."""
-    out: list[Any] = []
+    gated = _GATED[ctx.dialect]
+    first = next((k for k, p in enumerate(parts) if isinstance(p, gated) and unsupported(p, ctx) is not None), None)
+    if first is None:  # the common case: none is, and nothing is built
+        return None
+    out: list[Any] = list(parts[:first])
     dropped: list[str] = []
     kinds: list[str] = []
-    for p in parts:
-        why = unsupported(p, ctx) if isinstance(p, _GATED[ctx.dialect]) else None
+    for p in parts[first:]:
+        why = unsupported(p, ctx) if isinstance(p, gated) else None
         if why is None:
             out.append(p)
             continue
@@ -62,7 +67,7 @@ def _change(location: str, what: str, before: list[Any], done: tuple[list[Any], 
 
 
 def _item(i: int, item: Any, ctx: Context) -> tuple[Any, list[Change]]:
-    if isinstance(item, ch.Message | rs.Message) and isinstance(item.content, list):
+    if isinstance(item, _MESSAGES) and isinstance(item.content, list):
         done = _gate(item.content, ctx)
         if done is None:
             return item, []

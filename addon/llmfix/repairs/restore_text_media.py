@@ -24,7 +24,6 @@ from typing import Any
 
 from llmfix.body.media import ref_for_url
 from llmfix.profiles import Profile
-from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.placeholders import count_words
 from llmfix.repairs.text_media import recognise
@@ -101,22 +100,25 @@ def _item(i: int, item: Any, ctx: Context) -> tuple[Any, Change | None]:
             return item, None
         return evolve(item, output=done[0]), _change(f"input[{i}].output", f"{item.type} {item.call_id}", done[1])
     if ctx.dialect is Dialect.MESSAGES and isinstance(item, an.Message) and isinstance(item.content, list):
-        blocks: list[Any] = []
-        found: list[tuple[Piece, ...]] = []
-        where: list[str] = []
-        for block in item.content:
-            done = _expand(block.content, Dialect.MESSAGES) if isinstance(block, an.ToolResult) else None
-            if done is None:
-                blocks.append(block)
-                continue
-            blocks.append(evolve(block, content=done[0]))
-            found += done[1]
-            where.append(block.tool_use_id)
-        if not found:
+        expanded = {k: done for k, block in enumerate(item.content) if isinstance(block, an.ToolResult)
+                    and (done := _expand(block.content, Dialect.MESSAGES)) is not None}
+        if not expanded:  # the common case, built nothing
             return item, None
+        blocks = [evolve(b, content=expanded[k][0]) if k in expanded else b for k, b in enumerate(item.content)]
+        found = [pieces for done in expanded.values() for pieces in done[1]]
+        where = [item.content[k].tool_use_id for k in expanded]
         return evolve(item, content=blocks), _change(f"messages[{i}].content", "tool_result " + ", ".join(where),
                                                      found)
     return item, None
+
+
+def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:
+    """Certain when no new item changes: each item is decided on its own (``settled.local``, without building
+    the repaired list that :func:`_apply` builds)."""
+    for i in range(start, len(items)):
+        if _item(i, items[i], ctx)[1] is not None:
+            return None
+    return ()
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
@@ -133,5 +135,5 @@ REPAIR = Repair(
     wanted=_wanted,
     needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
     doc=__doc__ or "",
-    extend=settled.local(_apply),  # each item decided on its own
+    extend=_extend,  # each item decided on its own
 )

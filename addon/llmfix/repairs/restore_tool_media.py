@@ -21,7 +21,6 @@ not put back a second time.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 from llmfix.idset import EMPTY, Ids
@@ -74,15 +73,16 @@ def _key(part: Any) -> tuple[str, str] | None:
     return ref.kind, ref.digest
 
 
-def _call_ids(dialect: Dialect, items: list[Any]) -> Iterator[str | None]:
-    """The call ids of the tool results, without building anything (a cheap first check)."""
-    for m in items:
-        if dialect is Dialect.RESPONSES and isinstance(m, rs.ToolOutput):
-            yield m.call_id
-        elif dialect is Dialect.CHAT and isinstance(m, ch.Message) and m.role == "tool":
-            yield m.tool_call_id
-        elif dialect is Dialect.MESSAGES and isinstance(m, an.Message) and isinstance(m.content, list):
-            yield from (b.tool_use_id for b in m.content if isinstance(b, an.ToolResult))
+def _call_ids(dialect: Dialect, items: list[Any]) -> list[str | None]:
+    """The call ids of the tool results, in order, without building anything else (a cheap first check)."""
+    if dialect is Dialect.RESPONSES:
+        return [m.call_id for m in items if isinstance(m, rs.ToolOutput)]
+    if dialect is Dialect.CHAT:
+        return [m.tool_call_id for m in items if isinstance(m, ch.Message) and m.role == "tool"]
+    if dialect is Dialect.MESSAGES:
+        return [b.tool_use_id for m in items if isinstance(m, an.Message) and isinstance(m.content, list)
+                for b in m.content if isinstance(b, an.ToolResult)]
+    return []
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
