@@ -7,11 +7,15 @@
 
 The machine this runs on is shared, so wall clock is noise: the numbers are ``time.thread_time`` of the
 calling thread. For instruction counts (repeatable to a fraction of a percent under any load), run it
-under callgrind with ``--measure N`` and ``--measure 2N`` and take the difference over N requests:
+under callgrind with ``--measure N`` and ``--measure 2N``, both with ``--build 2N`` (the measured bodies are
+built before the first is measured: the same bodies built in both runs), and take the difference over N:
 
-    valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p .venv/bin/python bench/engine_cost.py \\
-        --measure 8 team_chat_64
-    (callgrind_annotate prints the total "Ir"; the difference of two runs / 8 = instructions per request)
+    for m in 4 8; do valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$m .venv/bin/python \\
+        bench/engine_cost.py --measure $m --build 8 first_messages_1m; done
+    (the "summary:" line of each output file is its total Ir; (Ir of 8 − Ir of 4) / 4 = instructions per request)
+
+Instructions do not see everything: a search that mispredicts its branches (CPython's two-way substring
+search) costs several times its instruction count in time; thread CPU is the other yardstick.
 
 Each workload's warm-ups run first (for the many-session ones: every session's first request), then the
 measured requests, every one checked to come back untouched.
@@ -45,9 +49,10 @@ def engine(tmp: Path):
 
 
 def measure(key: str, count: int | None, profile: cProfile.Profile | None = None, bare: bool = False,
-            factory: Any = None) -> dict[str, float]:
+            factory: Any = None, build: int | None = None) -> dict[str, float]:
     """Thread CPU of ``engine.process`` per measured request of workload ``key`` (``factory``: how to build
-    the engine, default bench/run.py's ``_engine``)."""
+    the engine, default bench/run.py's ``_engine``; ``build``: how many of the measured bodies to build before
+    measuring, at least the measured count)."""
     w = workloads.TEAM[key]()
     with tempfile.TemporaryDirectory(prefix="llmfix-engine-cost-") as tmp:
         process, make = (factory or engine)(Path(tmp))
@@ -62,10 +67,11 @@ def measure(key: str, count: int | None, profile: cProfile.Profile | None = None
         for j in range(w.warmups):
             one(w.request(-1 - j))
         n = count if count is not None else w.n
+        bodies = [w.request(i) for i in range(max(n, build or 0))]
         cpu: list[float] = []
         statuses: set[str] = set()
         for i in range(n):
-            body = w.request(i)
+            body = bodies[i]
             if profile is not None:
                 profile.enable()
             t0 = time.thread_time()
@@ -86,10 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--measure", type=int, default=None, help="measured requests (default: the workload's own)")
     ap.add_argument("--cprofile", type=Path, default=None, help="write a cProfile of the measured requests here")
     ap.add_argument("--bare", action="store_true", help="orjson.loads instead of engine.process (for scale)")
+    ap.add_argument("--build", type=int, default=None, help="bodies built before measuring (callgrind: see above)")
     args = ap.parse_args(argv)
     profile = cProfile.Profile() if args.cprofile else None
     for key in args.cells:
-        got = measure(key, args.measure, profile, args.bare)
+        got = measure(key, args.measure, profile, args.bare, build=args.build)
         print(f"{key}: n={got['n']} thread CPU p50 {got['p50_ms']:.3f} ms, mean {got['mean_ms']:.3f} ms, "
               f"max {got['max_ms']:.3f} ms", flush=True)
     if profile is not None:
