@@ -266,29 +266,31 @@ def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdic
     Also settled at the kept entry's marks past ``start`` (``body/prefix.py``), where the first items of a
     next request may end — Claude Code changes the message that was last — so that such a request has a
     verdict to continue from. A mark whose prefix is not certain (an Anthropic tool_use whose results are
-    the next item) gets none; the walk continues from the last one that is."""
+    the next item) gets none; each check continues from the last point it was certain at
+    (``settled.advance``), the checks before the unsure one from that mark."""
     n = len(items)
     # marks before the end only for a client that changes its last items (found from such a mark) or one not
     # seen before: a client that appends byte for byte (Codex, Droid) continues from the end
     edits = hit is None or hit.edited
     since = max(start, hit.count if hit is not None else 0)  # an earlier mark had its verdict tried then
     counts = [m.count for m in kept.marks if since < m.count < n] if kept is not None and edits else []
-    states = prior.states if prior is not None else None
+    states = list(prior.states) if prior is not None else [None] * len(todo)
+    ats = [start] * len(todo)  # the item count each check's state is for
     record = prior.observed if prior is not None else None
-    at = start
+    at = start  # the last point every check was certain at (the record's)
     out: dict[int, settled.Verdict] = {}
     for c in [*counts, n]:
         sub = items if c == n else items[:c]
-        got, sure = settled.settle(todo, states, sub, at, ctx)
-        if got is None:
+        sure = settled.advance(todo, states, ats, sub, ctx)
+        if sure < len(todo):
             if c == n:
                 return None, sure, out
             continue
         if kept is not None and (record is not None or at == 0):  # a record only for a body kept for its successor
             record = observations.extend(record, ctx.dialect, sub, at)
-        states, at = got, c
-        out[c] = settled.Verdict(key, got, record)
-    return states, len(todo), out
+        at = c
+        out[c] = settled.Verdict(key, tuple(states), record)
+    return tuple(states), len(todo), out
 
 
 def _prior(hit: Hit | None, key: tuple[Any, ...]) -> tuple[int, settled.Verdict | None]:

@@ -75,6 +75,13 @@ def test_a_certain_chain_means_no_repair_changes_anything(dialect: str, host: st
             _out, changes = apply(items, ctx)
             lines = [c.line() for c in changes]
             assert changes == [], f"{repair.name}'s own check is certain, the repair changes: {lines}"
+    # as the engine walks a body's marks: each check continued from the last point it was certain at, past the
+    # points where another (or itself) was unsure (settled.advance); certain at the end means certain
+    states_each, ats = [None] * len(todo), [0] * len(todo)
+    for end in ends:
+        advanced = settled.advance(todo, states_each, ats, items[:end], ctx)
+    if ends and advanced == len(todo):
+        sure = True  # judged below, as the one chain's answer is
     if sure:
         for repair in todo:
             # pair-tool-calls' apply starts with the very check its extend continues: judge it by its full passes

@@ -34,7 +34,7 @@ from typing import Any
 from llmfix.idset import EMPTY, Ids
 from llmfix.repairs.base import Context, Repair
 
-__all__ = ["EMPTY", "KNOWN", "Ids", "Known", "Verdict", "local", "settle"]
+__all__ = ["EMPTY", "KNOWN", "Ids", "Known", "Verdict", "advance", "local", "settle"]
 
 
 class Known:
@@ -84,3 +84,20 @@ def settle(repairs: Sequence[Repair], states: Sequence[Any] | None, items: list[
             return None, n
         out.append(got)
     return tuple(out), len(repairs)
+
+
+def advance(repairs: Sequence[Repair], states: list[Any], ats: list[int], items: list[Any], ctx: Context) -> int:
+    """:func:`settle` with a start of its own for each repair: ``states[k]`` is repair k's state for
+    ``items[:ats[k]]`` (None when ``ats[k]`` is 0). In order, each check is continued over the rest of ``items``
+    until one is unsure; the certain ones' entries then hold their states for the whole of ``items``, the others
+    are left as they were. Returns how many leading repairs are certain (``len(repairs)``: all).
+
+    Why: a state depends on its own repair only, so when one check is unsure at a point (pairing, at the end of
+    an assistant turn whose results come next), the checks before it need not walk those items again."""
+    n = len(items)
+    for k, repair in enumerate(repairs):
+        got = None if repair.extend is None else repair.extend(states[k], items, ats[k], ctx)
+        if got is None:
+            return k
+        states[k], ats[k] = got, n
+    return len(repairs)

@@ -482,10 +482,10 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
     real = pipeline.run
     monkeypatch.setattr(pipeline, "run", lambda items, ctx, repairs: ran.append(len(repairs)) or
                         real(items, ctx, repairs))
-    starts: list[tuple[int, int]] = []  # (items checked, from where) of every settle
-    real_settle = settled.settle
-    monkeypatch.setattr(settled, "settle", lambda todo, states, items, start, ctx: starts.append(
-        (len(items), start)) or real_settle(todo, states, items, start, ctx))
+    starts: list[tuple[int, int]] = []  # (items checked, from where at the earliest) of every settle
+    real_advance = settled.advance
+    monkeypatch.setattr(settled, "advance", lambda todo, states, ats, items, ctx: starts.append(
+        (len(items), min(ats, default=len(items)))) or real_advance(todo, states, ats, items, ctx))
     parsed: list[int] = []  # bodies parsed whole (the known items needed after all)
     real_whole = engine._whole
     monkeypatch.setattr(engine, "_whole", lambda dialect, data: parsed.append(len(data)) or real_whole(dialect, data))
