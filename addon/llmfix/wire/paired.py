@@ -53,6 +53,10 @@ def settled(dialect: Dialect, items: list[Any], start: int, state: Settled | Non
 
 def _responses_settled(items: list[Any], start: int, declared: Any, answered: Any) -> tuple[set[str], set[str]] | None:
     # a paired prefix has answered == declared: the appended ids must be new and pair among themselves
+    n = len(items)
+    if n > start and isinstance(last := items[n - 1], rs.TOOL_CALLS) and not any(
+            isinstance(m, rs.ToolOutput) and m.call_id == last.call_id for m in items[start : n - 1]):
+        return None  # what the walk would end with (a call no output answers), found with one isinstance per item
     nd: set[str] = set()
     na: set[str] = set()
     for m in items[start:]:
@@ -68,9 +72,11 @@ def _responses_settled(items: list[Any], start: int, declared: Any, answered: An
 
 
 def _chat_settled(items: list[Any], start: int, declared: Any, answered: Any) -> tuple[set[str], set[str]] | None:
+    n = len(items)
+    if n > start and _open_chat(items[n - 1]):
+        return None  # what the walk would end with (the calls' zone is empty), found without walking
     nd: set[str] = set()
     na: set[str] = set()
-    n = len(items)
     for i in range(start, n):
         m = items[i]
         if not isinstance(m, ch.Message):
@@ -91,11 +97,24 @@ def _chat_settled(items: list[Any], start: int, declared: Any, answered: Any) ->
     return nd, na
 
 
+def _open_chat(m: Any) -> bool:
+    """Whether ``m``, a list's last item, leaves calls open: an assistant message with tool calls."""
+    return isinstance(m, ch.Message) and m.role == "assistant" and bool(m.tool_calls)
+
+
+def _open_anthropic(m: Any) -> bool:
+    """Whether ``m``, a list's last item, leaves calls open: an assistant message with tool_use blocks."""
+    return isinstance(m, an.Message) and m.role == "assistant" and isinstance(m.content, list) and any(
+        isinstance(b, an.ToolUse) for b in m.content)
+
+
 def _anthropic_settled(items: list[Any], start: int, declared: Any, answered: Any
                        ) -> tuple[set[str], set[str]] | None:
+    n = len(items)
+    if n > start and _open_anthropic(items[n - 1]):
+        return None  # what the walk would end with (no results follow), found without walking
     nd: set[str] = set()
     na: set[str] = set()
-    n = len(items)
     for i in range(start, n):
         m = items[i]
         if not isinstance(m, an.Message) or not isinstance(m.content, list):
