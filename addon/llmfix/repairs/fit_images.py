@@ -263,21 +263,8 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
     return (count, widest)
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return rules_of(profile) is not None
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={
-        # inline images as the client sent them, or as restore-text-media makes them from text
-        Dialect.CHAT: (b"image_url", *RESTORED),
-        Dialect.RESPONSES: (b"input_image", *RESTORED),
-        Dialect.MESSAGES: (b'"image"', *RESTORED),
-    },
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, wanted=lambda profile, _dialect: rules_of(profile) is not None, extend=_extend,
+                needles={  # inline images as the client sent them, or as restore-text-media makes them from text
+                    Dialect.CHAT: (b"image_url", *RESTORED),
+                    Dialect.RESPONSES: (b"input_image", *RESTORED),
+                    Dialect.MESSAGES: (b'"image"', *RESTORED)})

@@ -199,4 +199,4 @@ def _extend(state: Settled | None, items: list[Any], start: int, ctx: Context) -
     return Settled(now, present)
 
 
-REPAIR = ri.repair(NAME, _apply, _extend, __doc__)
+REPAIR = ri.repair(NAME, _apply, _extend)

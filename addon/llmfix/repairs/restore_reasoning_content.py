@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix.memory.learn_chat_reasoning import KIND, turn_keys
-from llmfix.profiles import Profile
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
@@ -164,16 +163,5 @@ def _extend(state: Spans | None, items: list[Any], start: int, ctx: Context) -> 
     return spans
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.CHAT and profile.chat_reasoning_content
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: (b'"assistant"',)},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"assistant"',)},
+                wanted=lambda profile, _dialect: profile.chat_reasoning_content, extend=_extend)

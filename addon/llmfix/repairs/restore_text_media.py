@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.body.media import ref_for_url
-from llmfix.profiles import Profile
 from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.placeholders import count_words
@@ -119,19 +118,9 @@ def _item(i: int, item: Any, ctx: Context) -> tuple[Any, Change | None]:
     return item, None
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is not Dialect.MESSAGES or profile.anthropic_tool_result_media
-
-
 NEEDLES = (b"mediaType", b"image_url", b"input_image", b"media_type", b"data:image/")
 """Bytes one of which every recognised shape carries (also inside an escaped JSON string)."""
 
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
-    doc=__doc__ or "",
-    extend=settled.local(_apply),  # each item decided on its own
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
+                wanted=lambda profile, dialect: dialect is not Dialect.MESSAGES or profile.anthropic_tool_result_media,
+                extend=settled.local(_apply))  # each item decided on its own
