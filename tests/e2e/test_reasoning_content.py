@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Mitmdump
+from tests.e2e.harness import Mitmdump, module_proxy
 from tests.e2e.reasoning_client import post, since, start, stream_chat, without_llmfix
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoning_canned import chat_sse
@@ -25,21 +24,8 @@ PATH = "/v1/chat/completions"
 FINAL = "Both files show the same red square, eight pixels wide."
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream() as up:  # rules by host: api.deepseek.com, api.moonshot.ai, deepseek.gateway.test
-        yield up
-
-
-@pytest.fixture(scope="module")
-def confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("reasoning-confdir")
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: MockUpstream, confdir: Path) -> Iterator[Mitmdump]:
-    with start(upstream, confdir) as p:  # its memory: a file in the confdir
-        yield p
+# rules by host: api.deepseek.com, api.moonshot.ai, deepseek.gateway.test; llmfix's memory a file in the confdir
+upstream, confdir, proxy = module_proxy("reasoning", start, MockUpstream)
 
 
 def turn1(p: Mitmdump, upstream: MockUpstream, host: str, session: Session) -> None:

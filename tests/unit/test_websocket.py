@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 from mitmproxy import contentviews
 from mitmproxy.proxy.layers.websocket import Fragmentizer
-from mitmproxy.test import taddons, tflow
+from mitmproxy.test import tflow
 from mitmproxy.websocket import WebSocketData, WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
 from llmfix import proxy as proxy_module
-from llmfix.proxy import UPSTREAM, LLMFix
+from llmfix.proxy import UPSTREAM
 from llmfix.report.flowinfo import MESSAGES, SOCKET
 from llmfix.runinfo import Tally
 from llmfix.websocket import ONE_FRAME, ResponsesWebSocket, message_type
+from tests.conftest import llmfix_with
 from tests.upstreams import codex_ws as cx
 from tests.upstreams.ws_mock import function_call, stream_events
 
@@ -32,11 +33,8 @@ GO_ON = {"type": "message", "role": "user", "content": [{"type": "input_text", "
 
 @pytest.fixture
 def addons():
-    fix = LLMFix()
-    ws = ResponsesWebSocket(fix)
-    with taddons.context(fix, ws) as tctx:
-        tctx.configure(fix, llmfix_memory=":memory:")
-        yield fix, ws, tctx
+    with llmfix_with(ResponsesWebSocket) as got:
+        yield got
 
 
 def socket_flow(path: str = "/v1/responses", host: str = "api.openai.com") -> Any:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from itertools import batched
 from typing import Any
 
 from llmfix.memory.sqlite_db import SCHEMA_VERSION, SqliteDb, Use
@@ -39,7 +38,6 @@ __all__ = ["MAX_ARGUMENTS_CHARS", "SCHEMA_VERSION", "SqliteStore"]
 MAX_ARGUMENTS_CHARS = 1 << 20
 PRUNE_EVERY_INSERTS = 1000
 PRUNE_INTERVAL_S = 60.0
-_LOOKUP_CHUNK = 500  # well below SQLite's host-parameter limit
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tool_calls (
@@ -118,18 +116,9 @@ class SqliteStore:
             return {}
         cutoff = self._clock() - self.max_age_s
 
-        def body(conn: Any) -> dict[str, ToolCall]:
-            found: dict[str, ToolCall] = {}
-            for chunk in batched(ids, _LOOKUP_CHUNK):
-                sql = (
-                    "SELECT call_id, name, arguments, dialect, kind FROM tool_calls "
-                    f"WHERE call_id IN ({','.join('?' * len(chunk))}) AND seen_at >= ?"
-                )
-                for row in conn.execute(sql, (*chunk, cutoff)):
-                    found[row[0]] = ToolCall(*row)
-            return found
-
-        return self.db.read("look up calls", body, {})
+        rows = self.db.select_in("look up calls", "SELECT call_id, name, arguments, dialect, kind FROM tool_calls "
+                                 "WHERE seen_at >= ? AND call_id IN", (cutoff,), ids)
+        return {row[0]: ToolCall(*row) for row in rows}
 
     def prune(self) -> int:
         """Delete expired rows, then the oldest beyond ``max_entries``; returns rows deleted."""

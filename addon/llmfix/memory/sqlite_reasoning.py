@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from itertools import batched
 from typing import Any
 
 from llmfix.memory.sqlite_db import SqliteDb, Use
@@ -26,7 +25,6 @@ from llmfix.memory.store import MemoryStoreError, Reasoning
 MAX_KEY_CHARS = 512
 MAX_VALUE_CHARS = 1 << 20
 PRUNE_EVERY = 1000
-_CHUNK = 500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS reasoning (
@@ -87,16 +85,9 @@ class SqliteReasoningStore:
             return {}
         cutoff = self._clock() - self.max_age_s
 
-        def body(conn: Any) -> dict[str, Reasoning]:
-            found: dict[str, Reasoning] = {}
-            for chunk in batched(wanted, _CHUNK):
-                sql = ("SELECT key, value, upstream FROM reasoning WHERE kind = ? AND seen_at >= ? "
-                       f"AND key IN ({','.join('?' * len(chunk))})")
-                for key, value, upstream in conn.execute(sql, (kind, cutoff, *chunk)):
-                    found[key] = Reasoning(kind, key, value, upstream)
-            return found
-
-        return self.db.read("recall reasoning", body, {})
+        rows = self.db.select_in("recall reasoning", "SELECT key, value, upstream FROM reasoning "
+                                 "WHERE kind = ? AND seen_at >= ? AND key IN", (kind, cutoff), wanted)
+        return {key: Reasoning(kind, key, value, upstream) for key, value, upstream in rows}
 
     def count(self) -> int:
         """Rows stored, expired or not (tests, diagnostics)."""

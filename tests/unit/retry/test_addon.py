@@ -10,12 +10,12 @@ import logging
 
 import pytest
 from mitmproxy import contentviews
-from mitmproxy.test import taddons, tutils
+from mitmproxy.test import tutils
 
 from llmfix.memory.store import Quirk
 from llmfix.proxy import LLMFix
 from llmfix.retry.addon import Retry
-from tests.conftest import fixture_bytes, make_flow
+from tests.conftest import fixture_bytes, llmfix_with, make_flow
 from tests.upstreams.errors import XAI_DESERIALIZE, XAI_INVALID_ARGUMENT
 
 XAI = fixture_bytes("pi-ai/xai_responses.json")
@@ -24,11 +24,8 @@ REJECTION = json.dumps({"code": XAI_INVALID_ARGUMENT, "error": f"{XAI_DESERIALIZ
 
 @pytest.fixture
 def addons():
-    fix = LLMFix()
-    retry = Retry(fix)
-    with taddons.context(fix, retry) as tctx:
-        tctx.configure(fix, llmfix_memory=":memory:")
-        yield fix, retry, tctx
+    with llmfix_with(Retry) as got:
+        yield got
 
 
 async def rejected_flow(fix: LLMFix, host: str = "gw.test", status: int = 422, body: bytes = REJECTION):
