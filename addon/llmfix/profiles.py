@@ -136,7 +136,7 @@ SETTINGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue
 # exceeds 5 MB maximum: 11641928 bytes > 5242880 bytes"), ≤ 8000 px a side, ≤ 2000 px once a request holds
 # more than 20 images ("… for many-image requests: 2000 pixels"), JPEG/PNG/GIF/WebP only (SK §4 [247][248]
 # [252][253][255]); the declared media_type is checked against the bytes ("Image does not match the provided
-# media type image/png", Claude Code issues 6300, 13131, 15746; any other type: "…media_type: Input should be
+# media type image/png", anthropics/claude-code #6300, #13131, #15746; any other type: "…media_type: Input should be
 # 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", anthropics/claude-code #8184).
 _ANTHROPIC_IMAGES: dict[str, Any] = dict(
     image_formats=("jpeg", "png", "gif", "webp"), image_media_type_checked=True, image_max_base64=5_242_880,
