@@ -26,8 +26,8 @@ byte limit as the upstream measures it, converted from a format it refuses (an S
 first frame), or only given its true media type. The many-image limit is counted over the whole request, as the
 upstream counts (every image block, those by URL too). An image that cannot be decoded or made to fit becomes a
 short visible text in its place, naming it and why, with a ``dropped`` record. Images by URL or file id cannot be
-fitted and are left as they are; one over llmfix's own decoding bounds (a decompression bomb) leaves the whole
-request unchanged, with a warning. The same image is converted once: the next turn gets the very same bytes
+fitted and are left as they are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for
+byte, with a warning naming the flow and why: every other image and every other repair go on as usual. The same image is converted once: the next turn gets the very same bytes
 from the image cache.
 
 Runs after omit-unsupported-media (an image the model cannot take at all is already a placeholder, not worth
@@ -36,6 +36,7 @@ fitting) and before flatten-tool-text (a placeholder put in a Chat tool message 
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 
 NAME = "fit-images"
+logger = logging.getLogger("llmfix")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +210,8 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     found = [(i, s) for i, item in enumerate(items) for s in slots(ctx.dialect, i, item)]
     if not found:
         return items, []
-    first = {id(s): s.fit(rules.limits) for _, s in found if s.inline}
+    refused: dict[str, str] = {}  # where → why, for each image over llmfix's own decoding bound: left as it is
+    first = {id(s): got for _, s in found if s.inline and (got := _fit(s, rules.limits, refused)) is not None}
     count = len(found) - sum(isinstance(r, Unusable) for r in first.values())  # what the upstream will count
     limits = rules.for_count(count)
     many = f" (the request holds {count} images: more than {rules.many_count})" if limits != rules.limits else ""
@@ -220,8 +223,8 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
         if got is None or (isinstance(got, Fits) and limits == rules.limits):
             continue
         if not isinstance(got, Unusable) and limits != rules.limits:
-            got = s.fit(limits)
-        if isinstance(got, Fits):
+            got = _fit(s, limits, refused)
+        if got is None or isinstance(got, Fits):
             continue
         if isinstance(got, Unusable):
             why = got.reason
@@ -233,9 +236,33 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             changes.append(Change(NAME, s.where, f"image {got.summary()}{many}", before=s.part.to_wire(),
                                   after=new[id(s.part)].to_wire()))
         touched.add(i)
+    _warn(ctx, refused)
     if not changes:
         return items, []
     return [_rebuilt(item, new) if i in touched else item for i, item in enumerate(items)], changes
+
+
+def _fit(slot: Slot, limits: Limits, refused: dict[str, str]) -> images.Result | None:
+    """The slot's answer; None for an image over llmfix's decoding bound (noted in ``refused``: it stays as it is,
+    and the rest of the request is repaired as usual)."""
+    try:
+        return slot.fit(limits)
+    except images.Refused as e:
+        refused[slot.where] = str(e)
+        return None
+
+
+def _warn(ctx: Context, refused: dict[str, str]) -> None:
+    """One warning per request for the images left as they are, naming its flow. A request llmfix runs again
+    for its own ends (the probes of repair-and-retry) has no flow id: its flow was warned on its first pass."""
+    flow = ctx.extras.get("flow_id")
+    if not refused or flow is None:
+        return
+    head, _, message = str(flow).partition("/")  # a WebSocket message's id: "<flow id>/<index>"
+    label = f"{head[:8]} message {message}" if message else head[:8]
+    where = "; ".join(f"{k}: {why}" for k, why in refused.items())
+    logger.warning("llmfix: flow %s (%s): %s: %d image(s) left as they are: %s", label,
+                   ctx.extras.get("upstream", "?"), NAME, len(refused), where)
 
 
 def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Context) -> tuple[int, int] | None:

@@ -163,7 +163,7 @@ def test_other_limits_are_another_answer() -> None:
     assert isinstance(images.fit(text, "image/png", ANTHROPIC.at_most(2000)), Fitted)
 
 
-@pytest.mark.parametrize(("width", "height"), [(20_000, 20_000), (9000, 9000), (40_001, 2)])
+@pytest.mark.parametrize(("width", "height"), [(20_000, 20_000), (9000, 9000), (2, 80_000_001)])
 def test_a_decompression_bomb_is_refused_before_decoding(width: int, height: int) -> None:
     with pytest.raises(Refused, match="decoding bound"):
         images.fit(b64(declared_png(width, height)), "image/png", ANTHROPIC)
@@ -267,10 +267,21 @@ def test_shapes_name_themselves_without_payloads() -> None:
     assert str(shape).startswith("PNG 3×2, ") and "as base64" in str(shape)
 
 
-def test_decode_bounds_are_checked_on_the_header() -> None:
+def test_the_decoding_bound_is_on_the_pixels_decoded_not_on_a_side() -> None:
+    strip = image_bytes("png", 2, (41_000, 8), mode="L")  # 0.3 megapixels: taken as it is where sides are free
+    assert isinstance(images.fit(b64(strip), "image/png", OPENAI), Fits)
+    assert decode.open_image(declared_png(100_000, 1000), 0).shape.width == 100_000  # the header alone: read
+    with pytest.raises(Refused, match="100000×1000 px"):
+        decode.load(decode.open_image(declared_png(100_000, 1000), 0))  # 100 megapixels: never decoded
+
+
+def test_a_large_jpeg_is_bounded_at_the_scale_it_is_decoded_at() -> None:
+    """A 12000×7000 JPEG is 84 megapixels; for a 2000 px limit it is decoded at an eighth of its scale."""
+    photo = image_bytes("jpeg", 5, (12_000, 7000))
+    got = images.fit(b64(photo), "image/jpeg", ANTHROPIC.at_most(2000))
+    assert isinstance(got, Fitted) and opened(got).size == (2000, 1167)
     with pytest.raises(Refused):
-        decode.open_image(declared_png(decode.MAX_SIDE + 1, 1), 0)
-    assert decode.open_image(declared_png(decode.MAX_SIDE, 1), 0).shape.width == decode.MAX_SIDE
+        images.fit(b64(photo), "image/jpeg", ANTHROPIC)  # for 8000 px it would be decoded whole
 
 
 def test_anthropic_takes_image_jpeg_never_image_jpg() -> None:

@@ -211,9 +211,40 @@ def test_images_by_url_or_file_id_are_left_alone() -> None:
     assert run(Dialect.MESSAGES, "api.anthropic.com", body).status == "untouched"
 
 
-def test_a_decompression_bomb_leaves_the_request_unchanged_with_the_reason() -> None:
-    outcome = run(Dialect.MESSAGES, "api.anthropic.com", claude(block(declared_png(30_000, 30_000))))
-    assert outcome.status == "failed" and "over llmfix's decoding bound" in (outcome.reason or "")
+def interrupted_chat(image_url: str) -> dict[str, Any]:
+    """A Chat request with an image and an interrupted tool call (no result): pair-tool-calls has work to do."""
+    return {"model": "gpt-4.1", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": image_url}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "user", "content": "interrupted; go on"}]}
+
+
+def test_an_image_over_llmfixs_decoding_bound_stays_as_it_is_and_the_rest_is_repaired(caplog) -> None:
+    bomb = f"data:image/png;base64,{b64(declared_png(9000, 9000))}"  # 81 megapixels once decoded
+    big = f"data:image/svg+xml;base64,{b64(SVG)}"  # the other image: still fitted
+    body = interrupted_chat(bomb)
+    body["messages"][0]["content"].append({"type": "image_url", "image_url": {"url": big}})
+    req = engine.Request(Dialect.CHAT, "api.openai.com", 443, json.dumps(body).encode(), flow_id="f1a2b3c4-5678")
+    with caplog.at_level("WARNING", logger="llmfix"):
+        outcome = engine.process(req, engine.Settings())
+    assert outcome.status == "repaired" and sorted(outcome.repairs) == ["fit-images", "pair-tool-calls"]
+    got = json.loads(outcome.body or b"")
+    assert got["messages"][0]["content"][1]["image_url"]["url"] == bomb  # byte for byte
+    assert got["messages"][0]["content"][2]["image_url"]["url"].startswith("data:image/png;base64,")
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith("llmfix: flow f1a2b3c4 (api.openai.com:443/chat): fit-images: 1 image(s) left")
+    assert "messages[0].content[1]: image of 9000×9000 px" in warning and "decoding bound" in warning
+
+
+def test_a_long_strip_is_bounded_by_its_pixels_not_its_side() -> None:
+    strip = image_bytes("png", 3, (41_000, 8), mode="L")  # 0.3 megapixels
+    body = interrupted_chat(f"data:image/png;base64,{b64(strip)}")
+    outcome = run(Dialect.CHAT, "api.openai.com", body)
+    assert outcome.repairs == ["pair-tool-calls"]  # OpenAI takes it as it is
+    fitted = run(Dialect.MESSAGES, "api.anthropic.com", claude(block(strip)))
+    [change] = fitted.changes
+    assert "→ PNG 8000×2" in change.summary  # Anthropic's 8000 px: downscaled
 
 
 def test_a_profile_without_image_limits_does_not_look() -> None:
