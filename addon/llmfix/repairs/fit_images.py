@@ -27,8 +27,8 @@ first frame), or only given its true media type. The many-image limit is counted
 upstream counts (every image block, those by URL too). An image that cannot be decoded or made to fit becomes a
 short visible text in its place, naming it and why, with a ``dropped`` record. Images by URL or file id cannot be
 fitted and are left as they are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for
-byte, with a warning naming the flow and why: every other image and every other repair go on as usual. The same image is converted once: the next turn gets the very same bytes
-from the image cache.
+byte, with a warning naming the flow and why: every other image and every other repair go on as usual. The
+same image is converted once: the next turn gets the very same bytes from the image cache.
 
 Runs after omit-unsupported-media (an image the model cannot take at all is already a placeholder, not worth
 fitting) and before flatten-tool-text (a placeholder put in a Chat tool message is a text part it may join).

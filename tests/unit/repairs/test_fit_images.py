@@ -214,7 +214,8 @@ def test_images_by_url_or_file_id_are_left_alone() -> None:
 def interrupted_chat(image_url: str) -> dict[str, Any]:
     """A Chat request with an image and an interrupted tool call (no result): pair-tool-calls has work to do."""
     return {"model": "gpt-4.1", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": image_url}}]},
+        {"role": "user", "content": [{"type": "text", "text": "see"},
+                                     {"type": "image_url", "image_url": {"url": image_url}}]},
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
         {"role": "user", "content": "interrupted; go on"}]}
