@@ -7,7 +7,6 @@ can never leave a half-repaired request.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import gc
 import logging
@@ -15,7 +14,7 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, http
 
-from llmfix import catalogue, engine, options, route
+from llmfix import catalogue, engine, offload, options, route
 from llmfix.engine import Outcome, Settings
 from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
@@ -169,14 +168,10 @@ class LLMFix:
     async def run(self, req: engine.Request, settings: Settings) -> Outcome:
         """``engine.process`` of one request, whatever carried it (an HTTP body, a WebSocket message): in a worker
         thread for a large body, so that other flows are not stalled, unless it is a light append (which needs no
-        thread); always there with a network memory, which is never waited for on the event loop, and for a body
-        the engine deferred (an image to decode or convert on the event loop would stall every flow)."""
-        if self.offload or (len(req.raw) >= OFFLOAD_BYTES and not engine.light(req, settings)):
-            return await asyncio.to_thread(engine.process, req, settings)
-        outcome = engine.process(req, settings)
-        if outcome.status == "deferred":  # an image to decode or convert: never on the event loop
-            outcome = await asyncio.to_thread(engine.process, req, settings)
-        return outcome
+        thread); always there with a network memory, which is never waited for on the event loop. A body with an
+        image to decode or convert is run again on llmfix's image workers (``llmfix.offload``)."""
+        heavy = self.offload or (len(req.raw) >= OFFLOAD_BYTES and not engine.light(req, settings))
+        return await offload.process(req, settings, offload=heavy)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""

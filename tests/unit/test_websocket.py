@@ -222,7 +222,7 @@ async def test_a_large_message_is_repaired_off_the_event_loop(addons, monkeypatc
         threads.append(func)
         return await real(func, *args)
 
-    monkeypatch.setattr(proxy_module.asyncio, "to_thread", spy)
+    monkeypatch.setattr(asyncio, "to_thread", spy)
     f = socket_flow()
     ws.websocket_start(f)
     big = broken()

@@ -7,8 +7,9 @@
 
 The answer for an image is remembered by the SHA-256 of its payload text and the limits it was fitted to, so
 the same image in the next turn — a client resends its whole history — gets the very same answer without being
-decoded or converted again (:data:`CACHE`). Converting is never done on the event loop: there, an image not
-remembered yet raises :class:`WouldBlock`, and the caller runs the work again in a worker thread.
+decoded or converted again (:data:`CACHE`). Converting is never done on the event loop, nor in a thread of a pool
+every flow shares (:func:`deferring`): there, an image not remembered yet raises :class:`WouldBlock`, and the
+caller runs the work again on image workers of its own (``llmfix.offload``).
 
 Any repair may use it: the only state is the cache, shared by every flow and thread.
 """
@@ -16,6 +17,7 @@ Any repair may use it: the only state is the cache, shared by every flow and thr
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import logging
 import threading
@@ -23,6 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from llmfix.images.decode import Undecodable, open_image, payload, short
 from llmfix.images.encode import CannotFit, fit_decoded
@@ -42,13 +45,15 @@ from llmfix.images.shape import (
 )
 from llmfix.images.svg import BadSvg
 
-__all__ = ["CACHE", "FORMATS", "MIME", "Fits", "Fitted", "Limits", "Refused", "Result", "Shape", "Unusable",
-           "WouldBlock", "fit", "format_of_mime", "identify", "measure", "on_event_loop"]
+__all__ = ["CACHE", "FORMATS", "MIME", "WORKERS", "Fits", "Fitted", "Limits", "Refused", "Result", "Shape",
+           "Unusable", "WouldBlock", "deferring", "fit", "format_of_mime", "identify", "measure", "on_event_loop"]
 
 logger = logging.getLogger("llmfix")
 
-_WORK = threading.BoundedSemaphore(2)
+WORKERS = 2
 """At most this many images are decoded at once, whatever the number of flows: bounds the memory they take."""
+_WORK = threading.BoundedSemaphore(WORKERS)
+_DEFERRED = contextvars.ContextVar("llmfix_images_deferred", default=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,17 @@ def on_event_loop() -> bool:
     return True
 
 
+def deferring[T](fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with image work deferred as on the event loop (an image not remembered yet raises
+    :class:`WouldBlock`): for a thread of a pool every flow shares (asyncio's default executor), which must never
+    wait for a conversion, nor for another one to end."""
+    token = _DEFERRED.set(True)
+    try:
+        return fn(*args)
+    finally:
+        _DEFERRED.reset(token)
+
+
 def identify(text: str) -> tuple[bytes, int]:
     """What the cache knows an image payload by: its SHA-256 and its length."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), len(text)
@@ -118,7 +134,8 @@ def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, 
         ident: tuple[bytes, int] | None = None) -> Result:
     """The answer for the inline image whose payload is ``text`` (its base64, or a data URL's percent-encoded
     text), declared as ``declared``, for an upstream with ``limits``. Raises :class:`Refused` for an image over
-    llmfix's decoding bounds and :class:`WouldBlock` when the answer must be computed and this is the event loop.
+    llmfix's decoding bounds and :class:`WouldBlock` when the answer must be computed and this is the event loop
+    (or :func:`deferring` runs it).
 
     ``ident``: the payload's :func:`identify`, when the caller remembers it (then ``text`` may be a function that
     gives the payload: it is called only when the answer must be computed)."""
@@ -128,7 +145,7 @@ def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, 
     key = (*ident, is_base64, (declared or "").strip().lower(), limits)
     hit = CACHE.get(key)
     if hit is None:
-        if on_event_loop():
+        if _DEFERRED.get() or on_event_loop():
             raise WouldBlock("an image to decode")
         started = time.perf_counter()
         with _WORK:

@@ -13,7 +13,6 @@ was learned (a resend rejected the same way did not help: its new flags are drop
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Iterable
@@ -22,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from llmfix import engine
+from llmfix import engine, offload
 from llmfix.body.conversation import BadBody
 from llmfix.memory.store import Quirk, Reasoning, ReasoningStore, upstream_id
 from llmfix.report.redact import redact_text
@@ -96,9 +95,7 @@ class Decision:
 
 
 async def process(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
-    if len(req.raw) >= OFFLOAD_BYTES:
-        return await asyncio.to_thread(engine.process, req, settings)
-    return engine.process(req, settings)
+    return await offload.process(req, settings, offload=len(req.raw) >= OFFLOAD_BYTES)
 
 
 async def _body(req: engine.Request, settings: engine.Settings, flags: Flags) -> bytes | None:
