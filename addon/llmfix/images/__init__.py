@@ -3,7 +3,8 @@
     from llmfix import images
     result = images.fit(b64_text, "image/png", images.Limits(max_base64=5_242_880, max_side=8000))
     # Fits(shape): send it as it is · Fitted(before, after, mime, data, why, how): send ``data`` as ``mime``
-    # Unusable(reason): put a placeholder in its place · raises Refused: over llmfix's bounds, change nothing
+    # Unusable(reason): put a placeholder in its place · Unreadable(reason): llmfix cannot read it, the upstream
+    # may: send it as it is · raises Refused: over llmfix's bounds, change nothing
 
 The answer for an image is remembered by the SHA-256 of its payload text and the limits it was fitted to, so
 the same image in the next turn — a client resends its whole history — gets the very same answer without being
@@ -38,6 +39,7 @@ from llmfix.images.shape import (
     Refused,
     Result,
     Shape,
+    Unreadable,
     Unusable,
     WouldBlock,
     base64_length,
@@ -46,7 +48,8 @@ from llmfix.images.shape import (
 from llmfix.images.svg import BadSvg
 
 __all__ = ["CACHE", "FORMATS", "MIME", "WORKERS", "Fits", "Fitted", "Limits", "Refused", "Result", "Shape",
-           "Unusable", "WouldBlock", "deferring", "fit", "format_of_mime", "identify", "measure", "on_event_loop"]
+           "Unreadable", "Unusable", "WouldBlock", "deferring", "fit", "format_of_mime", "identify", "measure",
+           "on_event_loop"]
 
 logger = logging.getLogger("llmfix")
 
@@ -151,7 +154,7 @@ def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, 
         with _WORK:
             hit = _compute(text() if callable(text) else text, declared, limits, is_base64)
         CACHE.put(key, hit)
-        if isinstance(hit, Fitted | Unusable):
+        if isinstance(hit, Fitted | Unusable | Unreadable):
             logger.debug("llmfix: image converted in %.0f ms: %s", (time.perf_counter() - started) * 1000,
                          hit.summary() if isinstance(hit, Fitted) else hit.reason)
     if isinstance(hit, _Refusal):
@@ -161,7 +164,7 @@ def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, 
 
 def measure(text: str, *, is_base64: bool = True) -> Shape | None:
     """What the image is (format, pixels, frames, sizes), None when it cannot be decoded."""
-    got = fit(text, None, Limits(), is_base64=is_base64)
+    got = fit(text, None, Limits(undecodable_refused=True), is_base64=is_base64)
     return got.shape if isinstance(got, Fits) else None
 
 
@@ -175,8 +178,9 @@ def _compute(text: str, declared: str | None, limits: Limits, is_base64: bool) -
     except Refused as e:
         return _Refusal(str(e))
     except (Undecodable, BadSvg) as e:
-        return Unusable(f"it cannot be decoded: {e}", shape)
+        why = f"it cannot be decoded: {e}"
     except CannotFit as e:
         return Unusable(f"it cannot be made to fit: {e}", shape)
     except (OSError, ValueError, MemoryError) as e:  # Pillow's own errors past the header (a corrupt stream)
-        return Unusable(f"it cannot be decoded: {type(e).__name__}: {short(e)}", shape)
+        why = f"it cannot be decoded: {type(e).__name__}: {short(e)}"
+    return Unusable(why, shape) if limits.undecodable_refused else Unreadable(why, shape)

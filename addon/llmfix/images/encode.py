@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from dataclasses import replace
 from typing import Any
 
 from PIL import Image
@@ -36,11 +37,11 @@ def fit_decoded(decoded: Decoded, declared: str | None, limits: Limits) -> Resul
     shape = decoded.shape
     why = offences(shape, declared, limits)
     if not why:
-        if decoded.vector is None:
+        if decoded.vector is None and limits.undecodable_refused:
             decode.load(decoded)  # a truncated or corrupt image is refused by the upstream: found here
         return Fits(shape)
     if _only_mislabelled(shape, limits):
-        if decoded.vector is None:
+        if decoded.vector is None and limits.undecodable_refused:
             decode.load(decoded)
         return Fitted(shape, shape, shape.mime, None, why, (f"declared as {shape.mime} (the same bytes)",))
     how: list[str] = []
@@ -53,8 +54,7 @@ def fit_decoded(decoded: Decoded, declared: str | None, limits: Limits) -> Resul
 
 def _only_mislabelled(shape: Shape, limits: Limits) -> bool:
     """Whether the one thing wrong is the declared type (the format, size and pixels are all taken)."""
-    relaxed = Limits(limits.formats, limits.max_base64, limits.max_bytes, limits.max_side, limits.gif_animated)
-    return not offences(shape, None, relaxed)
+    return not offences(shape, None, replace(limits, exact_type=False))
 
 
 def _target(shape: Shape, limits: Limits) -> tuple[int, int]:

@@ -24,11 +24,19 @@ Repair, where the profile has image limits (``image_*``, see profiles.py): each 
 is fitted by :mod:`llmfix.images`: downscaled to the pixel limit keeping its aspect ratio, re-encoded to meet the
 byte limit as the upstream measures it, converted from a format it refuses (an SVG rasterized, an animated GIF's
 first frame), or only given its true media type. The many-image limit is counted over the whole request, as the
-upstream counts (every image block, those by URL too). An image that cannot be decoded or made to fit becomes a
-short visible text in its place, naming it and why, with a ``dropped`` record. Images by URL or file id cannot be
-fitted and are left as they are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for
+upstream counts (every image block, those by URL too). An image that cannot be made to fit becomes a short
+visible text in its place, naming it and why, with a ``dropped`` record; so does one that cannot be decoded, for
+an upstream that refuses such an image (``image_undecodable_refused``); elsewhere it goes as it is (an upstream
+may read formats llmfix does not: HEIC, AVIF). Images by URL or file id cannot be fitted and are left as they are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for
 byte, with a warning naming the flow and why: every other image and every other repair go on as usual. The
 same image is converted once: the next turn gets the very same bytes from the image cache.
+
+An upstream llmfix has no profile for (``spec``: Gemini's OpenAI-compatible API, Ollama, vLLM, a company
+gateway) is assumed to take what the client sends: only what no upstream takes is converted (SVG, BMP, TIFF to
+PNG). A gateway in front of Claude or GPT names its vendor in its first rejection of an image (Anthropic's
+``image exceeds 5 MB maximum``, OpenAI's ``does not represent a valid image``…): repair-and-retry learns that
+vendor's limits for it (``image_limits_anthropic``, ``image_limits_openai``), resends once, and from then on its
+images are fitted up front.
 
 Runs after omit-unsupported-media (an image the model cannot take at all is already a placeholder, not worth
 fitting) and before flatten-tool-text (a placeholder put in a Chat tool message is a text part it may join).
@@ -36,6 +44,7 @@ fitting) and before flatten-tool-text (a placeholder put in a Chat tool message 
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from collections.abc import Iterator
@@ -43,8 +52,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix import images
-from llmfix.images import Fits, Fitted, Limits, Unusable
-from llmfix.profiles import Profile
+from llmfix.images import Fits, Fitted, Limits, Unreadable, Unusable
+from llmfix.images.shape import lower
+from llmfix.profiles import VENDOR_IMAGES, Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
@@ -73,13 +83,39 @@ class Rules:
             return self.limits.at_most(self.many_side)
         return self.limits
 
+    def stricter(self, other: Rules) -> Rules:
+        """The rules of an upstream that holds images to both these and ``other`` (the stricter of each)."""
+        limits = self.limits.stricter(other.limits)
+        if self.many_side is None:
+            return Rules(limits, other.many_count, other.many_side)
+        if other.many_side is None:
+            return Rules(limits, self.many_count, self.many_side)
+        return Rules(limits, lower(self.many_count, other.many_count), min(self.many_side, other.many_side))
+
 
 def rules_of(profile: Profile) -> Rules | None:
-    """The image rules of a profile; None when it has none (the repair has nothing to do)."""
+    """The image rules of a profile, its learned vendor limits included; None when it has none (the repair has
+    nothing to do)."""
+    return _rules_of(profile)
+
+
+@functools.lru_cache(maxsize=256)
+def _rules_of(profile: Profile) -> Rules | None:
+    rules = _own_rules(profile)
+    for flag, fields in VENDOR_IMAGES.items():
+        if getattr(profile, flag):
+            vendor = _own_rules(Profile(name=flag, **fields))
+            assert vendor is not None
+            rules = vendor if rules is None else rules.stricter(vendor)
+    return rules
+
+
+def _own_rules(profile: Profile) -> Rules | None:
     limits = Limits(
         formats=frozenset(profile.image_formats) if profile.image_formats is not None else None,
         max_base64=profile.image_max_base64, max_bytes=profile.image_max_bytes, max_side=profile.image_max_side,
-        gif_animated=profile.image_gif_animated, exact_type=profile.image_media_type_checked)
+        gif_animated=profile.image_gif_animated, exact_type=profile.image_media_type_checked,
+        undecodable_refused=profile.image_undecodable_refused)
     many = (profile.image_many_count, profile.image_many_side) if profile.image_many_side else (None, None)
     if limits == Limits() and many == (None, None):
         return None
@@ -220,11 +256,11 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     changes: list[Change] = []
     for i, s in found:
         got = first.get(id(s))
-        if got is None or (isinstance(got, Fits) and limits == rules.limits):
+        if got is None or isinstance(got, Unreadable) or (isinstance(got, Fits) and limits == rules.limits):
             continue
-        if not isinstance(got, Unusable) and limits != rules.limits:
+        if not isinstance(got, Unusable | Unreadable) and limits != rules.limits:
             got = _fit(s, limits, refused)
-        if got is None or isinstance(got, Fits):
+        if got is None or isinstance(got, Fits | Unreadable):
             continue
         if isinstance(got, Unusable):
             why = got.reason
@@ -282,6 +318,8 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
                 got = s.fit(rules.limits)
             except images.Refused:
                 return None  # the repair itself says why
+            if isinstance(got, Unreadable):
+                continue  # sent as it is, and it cannot be made smaller for the many-image rule either
             if not isinstance(got, Fits):
                 return None
             widest = max(widest, got.shape.side)

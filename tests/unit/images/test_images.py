@@ -14,9 +14,11 @@ from llmfix.images import Fits, Fitted, Limits, Refused, Unusable, WouldBlock, d
 from tests.images import b64, declared_png, image_bytes, noise_png, padded_png
 
 ANTHROPIC = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}), max_base64=5_242_880, max_side=8000,
-                   exact_type=True)
-OPENAI = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}), gif_animated=False, max_base64=20_971_496)
-XAI = Limits(formats=frozenset({"jpeg", "png"}), max_bytes=10 * 1024 * 1024)
+                   exact_type=True, undecodable_refused=True)
+OPENAI = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}), gif_animated=False, max_base64=20_971_496,
+                undecodable_refused=True)
+XAI = Limits(formats=frozenset({"jpeg", "png"}), max_bytes=10 * 1024 * 1024, undecodable_refused=True)
+ANY = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}))  # an upstream llmfix does not know
 
 
 @pytest.fixture(autouse=True)
@@ -83,6 +85,24 @@ def test_too_wide_is_downscaled_to_the_limit_keeping_its_aspect_ratio() -> None:
 def test_tall_images_are_scaled_by_their_long_side() -> None:
     got = images.fit(b64(image_bytes("jpeg", 2, (30, 2100))), "image/jpeg", ANTHROPIC.at_most(2000))
     assert isinstance(got, Fitted) and opened(got).size == (29, 2000) and got.mime == "image/jpeg"
+
+
+def test_for_an_upstream_not_known_to_refuse_them_what_llmfix_cannot_read_goes_as_it_is(monkeypatch) -> None:
+    heic = b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64)  # a format llmfix does not read
+    got = images.fit(b64(heic), "image/heic", ANY)
+    assert isinstance(got, images.Unreadable) and "cannot be decoded" in got.reason
+    truncated = image_bytes("png", 4, (300, 200))[:-40]
+    loads: list[object] = []
+    monkeypatch.setattr(decode, "load", lambda *a, **k: loads.append(a))
+    assert isinstance(images.fit(b64(truncated), "image/png", ANY), Fits) and not loads  # its header: all it reads
+    svg_fit = images.fit(b64(b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="4"/>'), None, ANY)
+    assert isinstance(svg_fit, Fitted) and svg_fit.mime == "image/png"  # what no upstream takes is converted
+
+
+def test_the_stricter_of_two_limits() -> None:
+    both = ANY.stricter(ANTHROPIC).stricter(OPENAI)
+    assert both == Limits(frozenset({"jpeg", "png", "gif", "webp"}), 5_242_880, None, 8000, False, True, True)
+    assert Limits().stricter(XAI) == XAI and XAI.stricter(Limits()) == XAI
 
 
 def test_undecodable_bytes_are_unusable_with_the_reason() -> None:

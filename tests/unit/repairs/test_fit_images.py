@@ -305,3 +305,51 @@ def test_an_image_that_cannot_be_made_small_enough_becomes_a_placeholder() -> No
     outcome = run(Dialect.MESSAGES, "tiny.example", claude(block(noise_png(64, 64))), table)
     [change] = outcome.changes
     assert "cannot be made to fit" in change.summary and change.dropped
+
+
+GEMINI = "generativelanguage.googleapis.com"  # an upstream llmfix has no profile for: "spec"
+
+
+def chat_with(*urls: str) -> dict[str, Any]:
+    return {"model": "gemini-2.5-pro", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "compare"}, *({"type": "image_url", "image_url": {"url": u}} for u in urls)]}]}
+
+
+def test_an_unknown_host_gets_the_images_the_client_sent() -> None:
+    """21 screenshots of 2560 px, an animated GIF, a mislabelled JPEG, a HEIC photo and a truncated PNG: valid for
+    Gemini (or a local server), whatever Anthropic's or OpenAI's limits are. Byte-identical."""
+    shots = [f"data:image/png;base64,{b64(image_bytes('png', k, (2560, 16)))}" for k in range(21)]
+    heic = b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64)
+    odd = [f"data:image/gif;base64,{b64(image_bytes('gif', 1, (64, 64), frames=3))}",
+           f"data:image/png;base64,{b64(image_bytes('jpeg', 2, (30, 20)))}",
+           f"data:image/heic;base64,{b64(heic)}",
+           f"data:image/png;base64,{b64(image_bytes('png', 3, (300, 20))[:-30])}"]
+    raw = json.dumps(chat_with(*shots, *odd)).encode()
+    outcome = engine.process(engine.Request(Dialect.CHAT, GEMINI, 443, raw), engine.Settings())
+    assert outcome.status == "untouched" and outcome.profile == "spec"
+
+
+@pytest.mark.parametrize("fmt", ["bmp", "tiff"])
+def test_an_unknown_host_gets_what_no_upstream_takes_as_png(fmt: str) -> None:
+    body = chat_with(f"data:image/{fmt};base64,{b64(image_bytes(fmt, 4, (33, 21)))}",
+                     f"data:image/svg+xml;base64,{b64(SVG)}")
+    outcome = run(Dialect.CHAT, GEMINI, body)
+    got = json.loads(outcome.body or b"")["messages"][0]["content"]
+    for part, size in zip(got[1:], [(33, 21), (300, 150)], strict=True):
+        head, _, data = part["image_url"]["url"].partition(",")
+        assert head == "data:image/png;base64" and decoded(data).size == size
+    assert got[0] == body["messages"][0]["content"][0]
+
+
+def test_an_unknown_host_that_learned_anthropics_limits_is_fitted_to_them() -> None:
+    from llmfix.retry.decide import Fixed
+
+    body = claude(block(image_bytes("png", 5, (8400, 60))), block(b"\x89PNG\r\n\x1a\n-truncated-"))
+    raw = json.dumps(body).encode()
+    plain = engine.process(engine.Request(Dialect.MESSAGES, "claude.gateway.test", 443, raw), engine.Settings())
+    assert plain.status == "untouched"  # not known yet: as the client sent it
+    assert rules.check("anthropic", "/v1/messages", body) is not None
+    learned = engine.Settings(quirks=Fixed((("image_limits_anthropic", True),)))
+    outcome = engine.process(engine.Request(Dialect.MESSAGES, "claude.gateway.test", 443, raw), learned)
+    assert outcome.profile == "spec+learned" and len(outcome.changes) == 2
+    assert rules.check("anthropic", "/v1/messages", json.loads(outcome.body or b"")) is None
