@@ -27,9 +27,10 @@ first frame), or only given its true media type. The many-image limit is counted
 upstream counts (every image block, those by URL too). An image that cannot be made to fit becomes a short
 visible text in its place, naming it and why, with a ``dropped`` record; so does one that cannot be decoded, for
 an upstream that refuses such an image (``image_undecodable_refused``); elsewhere it goes as it is (an upstream
-may read formats llmfix does not: HEIC, AVIF). Images by URL or file id cannot be fitted and are left as they are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for
-byte, with a warning naming the flow and why: every other image and every other repair go on as usual. The
-same image is converted once: the next turn gets the very same bytes from the image cache.
+may read formats llmfix does not: HEIC, AVIF). Images by URL or file id cannot be fitted and are left as they
+are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for byte, with a warning naming the
+flow and why: every other image and every other repair go on as usual. The same image is converted once: the
+next turn gets the very same bytes from the image cache.
 
 An upstream llmfix has no profile for (``spec``: Gemini's OpenAI-compatible API, Ollama, vLLM, a company
 gateway) is assumed to take what the client sends: only what no upstream takes is converted (SVG, BMP, TIFF to
