@@ -309,3 +309,58 @@ def test_anthropic_takes_image_jpeg_never_image_jpg() -> None:
     got = images.fit(b64(raw), "image/jpg", ANTHROPIC)
     assert isinstance(got, Fitted) and got.data is None and got.mime == "image/jpeg"
     assert isinstance(images.fit(b64(raw), "image/jpeg", ANTHROPIC), Fits)
+
+
+# --------------------------------------------------------------------------- as a viewer shows it: EXIF, ICC
+
+
+def test_a_photo_is_fitted_as_it_is_shown_upright() -> None:
+    """A phone's portrait photo: its pixels stored landscape, EXIF Orientation 6 (show turned 90° clockwise)."""
+    from PIL import ImageOps
+
+    stored = Image.new("RGB", (90, 30), (20, 40, 220))
+    stored.paste((230, 20, 20), (0, 0, 30, 30))  # the stored left third: the top of the photo as shown
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    stored.save(buf, "JPEG", exif=exif.tobytes(), quality=95)
+    got = images.fit(b64(buf.getvalue()), "image/jpeg", ANTHROPIC.at_most(60))
+    assert isinstance(got, Fitted) and "EXIF orientation 6" in ", ".join(got.how)
+    out = opened(got)
+    assert out.size == (20, 60) and out.getexif().get(0x0112) is None
+    shown = ImageOps.exif_transpose(Image.open(io.BytesIO(buf.getvalue()))).resize(out.size)
+    for xy in ((10, 5), (10, 55)):
+        assert max(abs(a - b) for a, b in zip(out.getpixel(xy), shown.getpixel(xy), strict=True)) < 24, xy
+    assert (got.after.width, got.after.height) == (20, 60)
+
+
+def p3_png(color: tuple[int, ...], size: tuple[int, int] = (120, 80)) -> bytes:
+    from tests.images import rgb_profile
+
+    buf = io.BytesIO()
+    Image.new("RGBA" if len(color) == 4 else "RGB", size, color).save(buf, "PNG", icc_profile=rgb_profile())
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("color", "shown"), [((200, 60, 40), (219, 37, 13)), ((200, 60, 40, 128), (219, 37, 13, 128))])
+def test_a_wide_gamut_screenshot_keeps_its_colours(color: tuple[int, ...], shown: tuple[int, ...]) -> None:
+    """A Display-P3 screenshot: re-encoded without its profile, its pixels must be the sRGB colours a viewer shows
+    (P3 (200, 60, 40) is sRGB (219, 37, 13)), or every colour shifts."""
+    got = images.fit(b64(p3_png(color)), "image/png", ANTHROPIC.at_most(60))
+    assert isinstance(got, Fitted) and "converted to sRGB from its ICC profile" in got.how
+    out = opened(got)
+    assert "icc_profile" not in out.info and out.getpixel((30, 20)) == shown
+    images.CACHE.clear()
+    again = images.fit(b64(p3_png(color)), "image/png", ANTHROPIC.at_most(60))
+    assert isinstance(again, Fitted) and again.data == got.data  # deterministic
+
+
+def test_without_littlecms_the_profile_is_kept_in_the_output(monkeypatch) -> None:
+    from llmfix.images import appearance
+    from tests.images import rgb_profile
+
+    monkeypatch.setattr(appearance, "ImageCms", None)
+    got = images.fit(b64(p3_png((200, 60, 40))), "image/png", ANTHROPIC.at_most(60))
+    assert isinstance(got, Fitted)
+    out = opened(got)
+    assert out.info.get("icc_profile") == rgb_profile() and out.getpixel((30, 20)) == (200, 60, 40)
