@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import logging
 import threading
 import time
@@ -28,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from llmfix.body.media import payload_digest
 from llmfix.images.decode import Undecodable, open_image, payload, short
 from llmfix.images.encode import CannotFit, fit_decoded
 from llmfix.images.shape import (
@@ -128,9 +128,10 @@ def deferring[T](fn: Callable[..., T], *args: Any) -> T:
         _DEFERRED.reset(token)
 
 
-def identify(text: str) -> tuple[bytes, int]:
-    """What the cache knows an image payload by: its SHA-256 and its length."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), len(text)
+def identify(text: str, start: int = 0) -> tuple[bytes, int]:
+    """What the cache knows an image payload (``text[start:]``) by: its SHA-256 and its length. The digest is the
+    one the request's log references use (``body.media``): one request hashes each image once."""
+    return payload_digest(text, start)[0], len(text) - start
 
 
 def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, is_base64: bool = True,

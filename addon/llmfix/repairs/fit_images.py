@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -123,12 +122,6 @@ def _own_rules(profile: Profile) -> Rules | None:
     return Rules(limits, *many)
 
 
-_IDENTS: dict[int, tuple[weakref.ref[Any], tuple[bytes, int]]] = {}
-"""An image part's payload identity (``images.identify``), by the part: a part is frozen, and the next turn of a
-session reuses the very part objects of the turn before (body/prefix.py), so its image is hashed once, not on
-every turn. An entry goes when its part does."""
-
-
 @dataclass(frozen=True, slots=True)
 class Slot:
     """One image part of the request: where it is, and its inline payload (``text[start:]``; ``inline`` False: by
@@ -150,20 +143,9 @@ class Slot:
         return images.fit(lambda: self.payload, self.declared, limits, is_base64=self.is_base64, ident=self.ident())
 
     def ident(self) -> tuple[bytes, int]:
-        key = id(self.part)
-        known = _IDENTS.get(key)
-        if known is not None and known[0]() is self.part:
-            return known[1]
-        ident = images.identify(self.payload)
-        _IDENTS[key] = (weakref.ref(self.part, lambda ref, key=key: _forget(key, ref)), ident)
-        return ident
-
-
-def _forget(key: int, ref: weakref.ref[Any]) -> None:
-    """Drop a dead part's entry. No lock: the callback may run in any thread, in the middle of anything (a garbage
-    collection); at worst it drops a newer part's entry for a reused id, which is then hashed again."""
-    if (known := _IDENTS.get(key)) is not None and known[0] is ref:
-        _IDENTS.pop(key, None)
+        """The payload's identity for the image cache: hashed once a request (the certain check, the repair and
+        the log references share it), and again on each turn, whose parts are parsed anew."""
+        return images.identify(self.text, self.start)
 
 
 def _data_url(where: str, part: Any, url: str | None) -> Slot:

@@ -353,3 +353,42 @@ def test_an_unknown_host_that_learned_anthropics_limits_is_fitted_to_them() -> N
     outcome = engine.process(engine.Request(Dialect.MESSAGES, "claude.gateway.test", 443, raw), learned)
     assert outcome.profile == "spec+learned" and len(outcome.changes) == 2
     assert rules.check("anthropic", "/v1/messages", json.loads(outcome.body or b"")) is None
+
+
+def test_the_next_turn_of_a_session_over_the_limits_hashes_each_image_once(monkeypatch) -> None:
+    """A Claude Code session with three screenshots over 5 MB of base64 in its history: every turn is repaired
+    again (from the image cache), and hashes each payload once — for the cache, the diff lines and the records
+    alike — the three sent and the three fitted (there is no verdict to carry over a repaired turn)."""
+    import hashlib
+
+    shots = [b64(noise_png(1200, 1200, seed=k)) for k in range(3)]
+    body = claude(*({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}}
+                    for d in shots))
+    first = run(Dialect.MESSAGES, "api.anthropic.com", body)
+    assert first.status == "repaired" and len(first.changes) == 3
+    body["messages"] += [{"role": "assistant", "content": [{"type": "text", "text": "Three screenshots."}]},
+                         {"role": "user", "content": [{"type": "text", "text": "And now?"}]}]
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    class Counting:  # the bytes each large SHA-256 went over
+        def __init__(self, data: bytes = b"") -> None:
+            self.h, self.n = real(data), len(data)
+
+        def update(self, data: bytes) -> None:
+            self.h.update(data)
+            self.n += len(data)
+
+        def digest(self) -> bytes:
+            if self.n > 65536:
+                hashed.append(self.n)
+            return self.h.digest()
+
+        def hexdigest(self) -> str:
+            return self.digest().hex()
+
+    monkeypatch.setattr(hashlib, "sha256", Counting)
+    second = run(Dialect.MESSAGES, "api.anthropic.com", body)
+    assert second.status == "repaired" and images.CACHE.hits >= 3
+    fitted = [b["source"]["data"] for b in json.loads(second.body or b"")["messages"][3]["content"][0]["content"]]
+    assert sorted(hashed) == sorted(len(d) for d in shots + fitted)
