@@ -163,9 +163,11 @@ type Result = Fits | Fitted | Unusable | Unreadable
 
 class Refused(BadBody):
     """An image over llmfix's own decoding bounds (a decompression bomb, a huge canvas): not decoded at all; the
-    request goes through unchanged, with the reason in a warning."""
+    image goes through unchanged, with the reason in a warning (a :class:`BadBody`, so that a caller that does not
+    catch it leaves the whole request unchanged rather than fail)."""
 
 
 class WouldBlock(Exception):
-    """Image work (a decode, a conversion) was asked for on the event loop: the caller must run it in a worker
-    thread (``engine.process`` answers ``Outcome("deferred")``, the proxy then runs it again off the loop)."""
+    """Image work (a decode, a conversion) was asked for on the event loop (or in a shared worker thread, see
+    ``images.deferring``): ``engine.process`` answers ``Outcome("deferred")``, and ``llmfix.offload`` runs it
+    again on the image workers."""
