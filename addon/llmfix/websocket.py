@@ -226,7 +226,7 @@ class ResponsesWebSocket:
             return
         assert isinstance(status, int)
         client = dataclasses.replace(sent.req, flow_id=None)  # trying flags is not a request in flight
-        d = await decide.decide(found, status, client, sent.wire, settings)
+        d = await decide.decide(found, status, client, sent.wire, settings, self.fix.run)
         if d.outcome is not None and _loads(sent.req.raw).get("previous_response_id"):
             d.why = ("not resent: the message continues server-side state (previous_response_id) that the failed "
                      "turn may have cost; the whole history on the client's next socket will be")
