@@ -13,8 +13,8 @@ keeps an empty digest — ambiguous, recalled by nobody — while it is noted ag
 later record replaces the earlier one.
 
 Bounds: by age (``max_age_s``: older rows are invisible and pruned) and by count of keys (``max_entries``, the
-oldest go first, checked every ``PRUNE_EVERY`` rows written); a value no key maps to any more goes with the same
-pruning. A record whose key or value is larger than :data:`MAX_KEY_CHARS` / :data:`MAX_VALUE_CHARS` is not kept.
+oldest go first, checked every ``PRUNE_EVERY`` rows written); a value goes as soon as no key names it (the note
+that replaced it or made its key ambiguous, the pruning that took its keys). A record whose key or value is larger than :data:`MAX_KEY_CHARS` / :data:`MAX_VALUE_CHARS` is not kept.
 So the file holds at most ``max_entries + PRUNE_EVERY`` keys and as many distinct values: in bytes, that many times
 :data:`MAX_VALUE_CHARS` at the very worst (each key a different megabyte of reasoning), the values' own size in
 practice (a DeepSeek reasoning is a few KB). Runtime errors never reach callers (a warning, then 0 / ``{}``); only
@@ -26,10 +26,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from itertools import batched
 from typing import Any
 
 from llmfix.memory.fingerprint import value_digest
-from llmfix.memory.sqlite_db import SqliteDb, Use
+from llmfix.memory.sqlite_db import IN_CHUNK, SqliteDb, Use
 from llmfix.memory.store import SINGLE_VALUED, MemoryStoreError, Reasoning
 
 MAX_KEY_CHARS = 512
@@ -53,18 +54,36 @@ CREATE TABLE IF NOT EXISTS reasoning_values (
     value  TEXT NOT NULL
 );
 """
-_INSERT = "INSERT INTO reasoning_keys (kind, key, digest, upstream, seen_at) VALUES (?, ?, ?, ?, ?) "
-_REPLACE = _INSERT + """ON CONFLICT (kind, key) DO UPDATE SET
+_UPSERT = """INSERT INTO reasoning_keys (kind, key, digest, upstream, seen_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (kind, key) DO UPDATE SET
     digest = excluded.digest, upstream = excluded.upstream, seen_at = excluded.seen_at"""
-_ONCE = _INSERT + """ON CONFLICT (kind, key) DO UPDATE SET
-    digest = CASE WHEN digest = excluded.digest AND upstream = excluded.upstream THEN digest ELSE '' END,
-    seen_at = excluded.seen_at"""
 _VALUE = "INSERT OR IGNORE INTO reasoning_values (digest, value) VALUES (?, ?)"
+_ORPHAN = """DELETE FROM reasoning_values WHERE digest = ?1
+AND NOT EXISTS (SELECT 1 FROM reasoning_keys WHERE digest = ?1)"""
 
 
 def storable(r: Reasoning) -> bool:
     """Whether a record is within the bounds every backend keeps."""
     return bool(r.kind and r.key) and len(r.key) <= MAX_KEY_CHARS and len(r.value) <= MAX_VALUE_CHARS
+
+
+def _held(cur: Any, keys: set[tuple[str, str]], cutoff: float
+          ) -> tuple[dict[tuple[str, str], tuple[str, str]], set[str]]:
+    """(digest, upstream) of each of ``keys`` held unexpired, and every digest the rows of ``keys`` name."""
+    held: dict[tuple[str, str], tuple[str, str]] = {}
+    named: set[str] = set()
+    by_kind: dict[str, list[str]] = {}
+    for kind, key in keys:
+        by_kind.setdefault(kind, []).append(key)
+    for kind, names in by_kind.items():
+        for chunk in batched(names, IN_CHUNK):
+            for key, digest, upstream, seen_at in cur.execute(
+                    "SELECT key, digest, upstream, seen_at FROM reasoning_keys WHERE kind = ? AND key IN "
+                    f"({','.join('?' * len(chunk))})", (kind, *chunk)):
+                named.add(digest)
+                if seen_at >= cutoff:
+                    held[(kind, key)] = (digest, upstream)
+    return held, named
 
 
 class SqliteReasoningStore:
@@ -84,28 +103,33 @@ class SqliteReasoningStore:
 
     def note(self, records: Iterable[Reasoning]) -> int:
         now = self._clock()
-        once: list[tuple[Any, ...]] = []
-        replace: list[tuple[Any, ...]] = []
-        values: dict[str, tuple[str, str]] = {}
-        for r in records:
-            if not storable(r):
-                continue
-            digest = value_digest(r.value)
-            values.setdefault(digest, (digest, r.value))
-            (once if r.kind in SINGLE_VALUED else replace).append((r.kind, r.key, digest, r.upstream, now))
-        if not once and not replace:
+        fresh = [(r, value_digest(r.value)) for r in records if storable(r)]
+        if not fresh:
             return 0
+        cutoff = now - self.max_age_s
 
         def body(cur: Any) -> int:
+            held, before = _held(cur, {(r.kind, r.key) for r, _ in fresh}, cutoff)
+            rows: list[tuple[Any, ...]] = []
+            values: dict[str, tuple[str, str]] = {}
+            for r, digest in fresh:
+                old = held.get((r.kind, r.key))
+                if r.kind in SINGLE_VALUED and old is not None and old != (digest, r.upstream):
+                    digest = ""  # ambiguous: two values under one key
+                else:
+                    values.setdefault(digest, (digest, r.value))
+                held[(r.kind, r.key)] = (digest, r.upstream)
+                rows.append((r.kind, r.key, digest, r.upstream, now))
             cur.executemany(_VALUE, list(values.values()))
-            written = cur.executemany(_ONCE, once).rowcount if once else 0  # in order: a batch may repeat a key
-            written += cur.executemany(_REPLACE, replace).rowcount if replace else 0
+            written = cur.executemany(_UPSERT, rows).rowcount
+            cur.executemany(_ORPHAN, [(d,) for d in before])  # a value a key named before, if none names it now
             self._written += written
             if self._written >= PRUNE_EVERY:
                 self._prune(cur, now)
             return written
 
-        return self.db.write(f"note {len(once) + len(replace)} reasoning record(s)", body, 0)
+        return self.db.write(f"note {len(fresh)} reasoning record(s)", body, 0)
+
 
     def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
         wanted = list(dict.fromkeys(k for k in keys if isinstance(k, str) and k and len(k) <= MAX_KEY_CHARS))
@@ -132,11 +156,15 @@ class SqliteReasoningStore:
         self._use.release()
 
     def _prune(self, cur: Any, now: float) -> None:
+        """Expired keys, then the oldest beyond ``max_entries``, and the values only they named."""
+        gone = {d for (d,) in cur.execute("SELECT digest FROM reasoning_keys WHERE seen_at < ?",
+                                          (now - self.max_age_s,))}
         cur.execute("DELETE FROM reasoning_keys WHERE seen_at < ?", (now - self.max_age_s,))
         excess = cur.execute("SELECT count(*) FROM reasoning_keys").fetchone()[0] - self.max_entries
         if excess > 0:
-            cur.execute("DELETE FROM reasoning_keys WHERE rowid IN "
-                        "(SELECT rowid FROM reasoning_keys ORDER BY seen_at, rowid LIMIT ?)", (excess,))
-        cur.execute("DELETE FROM reasoning_values WHERE NOT EXISTS "
-                    "(SELECT 1 FROM reasoning_keys k WHERE k.digest = reasoning_values.digest)")
+            oldest = "SELECT rowid FROM reasoning_keys ORDER BY seen_at, rowid LIMIT ?"
+            gone |= {d for (d,) in cur.execute(f"SELECT digest FROM reasoning_keys WHERE rowid IN ({oldest})",
+                                               (excess,))}
+            cur.execute(f"DELETE FROM reasoning_keys WHERE rowid IN ({oldest})", (excess,))
+        cur.executemany(_ORPHAN, [(d,) for d in gone])
         self._written = 0

@@ -183,7 +183,9 @@ def test_the_fast_path_gives_back_a_record_that_landed_late_whenever_it_lands(mo
                      for s in (fast, whole))  # type: ignore[return-value]
 
     assert [o.status for o in both()] == ["untouched", "untouched"]  # no record yet: settled
-    store.note([Reasoning(KIND, by_call("call_00_abc"), "the reasoning", UP)])
+    learner = StreamLearner("chat", lambda _: None, on_reasoning=store.note, upstream=UP)  # the late write
+    learner.feed(chat_sse("deepseek-v4-flash", "the reasoning", calls=[("call_00_abc", "read", "{}")]).encode())
+    learner.feed(b"")
     for step in (61, 86_400):
         now[0] += step
         messages += [msg("assistant", None, (f"call_{step}",)), msg("tool", "more") | {"tool_call_id": f"call_{step}"}]
