@@ -14,11 +14,12 @@ later record replaces the earlier one.
 
 Bounds: by age (``max_age_s``: older rows are invisible and pruned) and by count of keys (``max_entries``, the
 oldest go first, checked every ``PRUNE_EVERY`` rows written); a value goes as soon as no key names it (the note
-that replaced it or made its key ambiguous, the pruning that took its keys). A record whose key or value is larger than :data:`MAX_KEY_CHARS` / :data:`MAX_VALUE_CHARS` is not kept.
-So the file holds at most ``max_entries + PRUNE_EVERY`` keys and as many distinct values: in bytes, that many times
-:data:`MAX_VALUE_CHARS` at the very worst (each key a different megabyte of reasoning), the values' own size in
-practice (a DeepSeek reasoning is a few KB). Runtime errors never reach callers (a warning, then 0 / ``{}``); only
-construction raises :class:`~llmfix.memory.store.MemoryStoreError`.
+that replaced it or made its key ambiguous, the pruning that took its keys). A record whose key or value is larger
+than :data:`MAX_KEY_CHARS` / :data:`MAX_VALUE_CHARS` is not kept. So the file holds at most ``max_entries +
+PRUNE_EVERY`` keys and as many distinct values: in bytes, that many times :data:`MAX_VALUE_CHARS` at the very worst
+(each key a different megabyte of reasoning), the values' own size in practice (a DeepSeek reasoning is a few KB).
+Runtime errors never reach callers (a warning, then 0 / ``{}``); only construction raises
+:class:`~llmfix.memory.store.MemoryStoreError`.
 """
 
 from __future__ import annotations
