@@ -15,8 +15,10 @@ profile learns the flag from its 400): an assistant message that needs its reaso
 field, ``null`` or ``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it, byte for
 byte, found by what only that session's turn has (memory/learn_chat_reasoning.py): the upstream and each tool
 call's id, name and arguments (compared by value: Droid re-writes the model's JSON), or, for a turn without calls,
-its text and the message before it. A key two sessions made alike with different reasoning is ambiguous in memory
-and gives nothing back. A message that carries a non-empty reasoning keeps it, even one that differs from the
+its text and the message before it. A call id alone would hand one user's reasoning to another: Kimi numbers its
+ids within a conversation, so every session's first ``bash`` call is ``functions.bash:0``. A key two sessions
+made alike with different reasoning (the same first command) is ambiguous in memory and gives nothing back, to
+either. A message that carries a non-empty reasoning keeps it, even one that differs from the
 record: the client's is never overwritten.
 
 Which messages (the scope is UNCERTAIN in session-killers §3.1): the assistant messages of every user-to-user
@@ -29,13 +31,13 @@ reasoning is left missing: DeepSeek ignores it there, and a request that is vali
 reports that it is needed on "every" assistant message come from clients padding ``""`` everywhere, hermes-agent
 #15717, not from a rejection outside such a span).
 
-Nothing recorded (the turn streamed past another llmfix, or before this one ran): the message goes as it is, and
-the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning, and it is no sure
-way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an empty string was
-rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and reports sessions
-working (#15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and sending it would hide the lost
-reasoning from the model without saying so. Whether the request has thinking on is not judged: a turn answered
-without thinking left no record, so nothing is added to it.
+Nothing recorded (the turn streamed past another llmfix, or before this one ran), or only ambiguously: the message
+goes as it is, and the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning,
+and it is no sure way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an
+empty string was rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and
+reports sessions working (#15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and sending it would
+hide the lost reasoning from the model without saying so. Whether the request has thinking on is not judged: a turn
+answered without thinking left no record, so nothing is added to it.
 """
 
 from __future__ import annotations
