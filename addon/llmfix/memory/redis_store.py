@@ -96,14 +96,22 @@ def run_script(link: RedisLink, source: str, keys: list[bytes], args: list[bytes
     """Run the Lua ``source`` on ``keys`` and ``args`` through the link's thread (EVALSHA, loaded when Redis lacks
     it); False when the write was dropped."""
 
-    def write(r: redis.Redis) -> None:
-        r.register_script(source)(keys=keys, args=args, client=r)
-
-    return link.submit(write)
+    return link.submit(lambda r: r.register_script(source)(keys=keys, args=args, client=r))
 
 
 def call_key(call_id: str) -> bytes:
     return CALL + call_id.encode()
+
+
+def call_value(c: ToolCall) -> bytes:
+    """What ``llmfix:call:<id>`` holds for ``c``: its declaration's digest, then its JSON."""
+    return declaration(c.name, c.kind, c.arguments).encode() + orjson.dumps([c.name, c.arguments, c.dialect, c.kind])
+
+
+def write_calls(r: redis.Redis, rows: list[tuple[bytes, bytes]], age: int) -> None:
+    """Write ``rows`` (call key, :func:`call_value`) as the link's thread does: an id held with another declaration
+    turns :data:`AMBIGUOUS`."""
+    r.register_script(_WRITE_CALLS)(keys=[k for k, _ in rows], args=[age, *(v for _, v in rows)], client=r)
 
 
 class RedisCallStore:
@@ -125,8 +133,7 @@ class RedisCallStore:
         for c in calls:
             if not c.call_id or len(c.call_id) > MAX_CALL_ID_CHARS or len(c.arguments) > MAX_ARGUMENTS_CHARS:
                 continue
-            value = declaration(c.name, c.kind, c.arguments).encode() + orjson.dumps(
-                [c.name, c.arguments, c.dialect, c.kind])
+            value = call_value(c)
             if total + len(value) > MAX_REMEMBER_BYTES:
                 skipped += 1
                 continue
@@ -137,8 +144,8 @@ class RedisCallStore:
                            self.link.name, skipped, MAX_REMEMBER_BYTES)
         if not rows:
             return 0
-        ok = run_script(self.link, _WRITE_CALLS, [k for k, _ in rows], [self.max_age_s, *(v for _, v in rows)])
-        return len(rows) if ok else 0
+        age = self.max_age_s
+        return len(rows) if self.link.submit(lambda r: write_calls(r, rows, age)) else 0
 
     def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
         ids = list(dict.fromkeys(i for i in call_ids if isinstance(i, str) and i and len(i) <= MAX_CALL_ID_CHARS))
