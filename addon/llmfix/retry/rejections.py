@@ -134,8 +134,8 @@ _THINKING_BLOCK = re.compile(r"messages\.(\d+)\.content\.(\d+)(?:\.thinking\.sig
 def foreign_thinking(found: Match, body: dict[str, Any], upstream: str) -> list[Reasoning]:
     """What Anthropic's signature rejection teaches about the body llmfix sent: the block it names (``messages.N.
     content.M``) is not this upstream's, and this upstream rejects blocks (the marker drop-foreign-thinking asks
-    first). Nothing when the text names no thinking block of an older assistant turn: the latest one is never
-    changed, so a rejection of it teaches nothing that could be resent."""
+    first, its value new with every lesson). Nothing when the text names no thinking block of an older assistant
+    turn: the latest one is never changed, so a rejection of it teaches nothing that could be resent."""
     hit = _THINKING_BLOCK.search(found.text)
     messages = body.get("messages")
     if hit is None or not isinstance(messages, list):
@@ -149,8 +149,8 @@ def foreign_thinking(found: Match, body: dict[str, Any], upstream: str) -> list[
     if key is None:
         return []
     why = f"{found.rule.name} at messages.{n}.content.{m}"
-    return [Reasoning(FOREIGN, fact_key(key, upstream), why, upstream),
-            Reasoning(FOREIGN, marker_key(upstream), key, upstream)]  # its value changes with each block taught
+    fact = Reasoning(FOREIGN, fact_key(key, upstream), why, upstream)
+    return [fact, Reasoning(FOREIGN, marker_key(upstream), reasoning_facts.lesson([fact]), upstream)]
 
 
 RULES: tuple[Rule, ...] = (
