@@ -6,8 +6,8 @@
 Needs Debian's ``redis-server`` (started on a free loopback port, no persistence, stopped at the end).
 
 - **store**: in process, ``RedisCallStore.lookup`` of 1 and of 10 known ids, and one ``remember`` as the
-  link's writer thread pays it (one pipelined ``SET … EX``), vs ``SqliteStore`` on a tmp file with the
-  same rows; plus what the caller of ``remember`` pays with Redis (handing the write to that thread).
+  link's writer thread pays it (one ``EVALSHA`` of the compare-and-set script), vs ``SqliteStore`` on a tmp file
+  with the same rows; plus what the caller of ``remember`` pays with Redis (handing the write to that thread).
 - **media**: ``RedisMediaStore.observe`` of the Codex turn-2 request's tool results (a 2 KB image) and the
   other instance's first ``correlated`` read of it (uncached: two round trips and the decode).
 - **no-repair overhead**: bare mitmdump vs llmfix with SQLite vs llmfix with Redis, on the 2 KB Chat request
@@ -42,7 +42,7 @@ from run import FIX_SCRIPT, MS, REDIRECT_SCRIPT, Proxy, summary, upstream  # noq
 from llmfix import engine  # noqa: E402
 from llmfix.memory.redis_link import RedisLink  # noqa: E402
 from llmfix.memory.redis_media import RedisMediaStore  # noqa: E402
-from llmfix.memory.redis_store import RedisCallStore, call_key  # noqa: E402
+from llmfix.memory.redis_store import RedisCallStore, call_key, call_value, write_calls  # noqa: E402
 from llmfix.memory.sqlite import SqliteStore  # noqa: E402
 from llmfix.memory.store import ToolCall  # noqa: E402
 from llmfix.route import Dialect  # noqa: E402
@@ -87,7 +87,7 @@ def store_rows(server: RedisServer, tmp: Path, entries: int, n: int) -> list[tup
 
         def redis_write() -> None:  # what the writer thread pays for one remember
             c = call(f"new_{next(counter)}")
-            link.client.set(call_key(c.call_id), orjson.dumps([c.name, c.arguments, c.dialect, c.kind]), ex=86400)
+            write_calls(link.client, [(call_key(c.call_id), call_value(c))], 86400)
 
         rows.append(("remember of 1 call (the write itself)",
                      timed(lambda: sqlite.remember([call(f"new_{next(counter)}")]), n), timed(redis_write, n)))

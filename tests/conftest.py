@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +60,18 @@ def fixtures_dir() -> Path:
 def _isolated_home(tmp_path_factory, monkeypatch):
     """mitmproxy's confdir defaults to ~/.mitmproxy (and llmfix's memory lives there): keep tests out of it."""
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+
+
+@contextlib.contextmanager
+def llmfix_with(*kinds: Callable[[Any], Any]) -> Iterator[tuple[Any, ...]]:
+    """An LLMFix with a throw-away memory and the addons ``kinds(fix)`` next to it, in a mitmproxy test context:
+    ``(fix, *those addons, tctx)``."""
+    from mitmproxy.test import taddons
+
+    from llmfix.proxy import LLMFix
+
+    fix = LLMFix()
+    others = [kind(fix) for kind in kinds]
+    with taddons.context(fix, *others) as tctx:
+        tctx.configure(fix, llmfix_memory=":memory:")
+        yield (fix, *others, tctx)

@@ -90,3 +90,33 @@ def noise_png(width: int, height: int, seed: int = 0) -> bytes:
     buf = io.BytesIO()
     im.save(buf, "PNG", compress_level=1)
     return buf.getvalue()
+
+
+DISPLAY_P3 = ((0.5151, 0.2412, -0.0011), (0.2920, 0.6922, 0.0419), (0.1571, 0.0666, 0.7841))
+"""Display P3's primaries as an ICC profile holds them (XYZ, adapted to D50): what a recent Mac's screenshots carry."""
+
+
+def rgb_profile(primaries: tuple[tuple[float, float, float], ...] = DISPLAY_P3, gamma: float = 2.2) -> bytes:
+    """A minimal ICC v2 display profile (matrix and one gamma curve) with these primaries: enough for a colour
+    managed viewer, or LittleCMS, to show an image that embeds it."""
+
+    def s15(v: float) -> bytes:
+        return struct.pack(">i", round(v * 65536))
+
+    def xyz(v: tuple[float, float, float]) -> bytes:
+        return b"XYZ " + bytes(4) + b"".join(s15(c) for c in v)
+
+    curve = b"curv" + bytes(4) + struct.pack(">IH", 1, round(gamma * 256)) + bytes(2)
+    tags = [(b"wtpt", xyz((0.9642, 1.0, 0.8249))), (b"rXYZ", xyz(primaries[0])), (b"gXYZ", xyz(primaries[1])),
+            (b"bXYZ", xyz(primaries[2])), (b"rTRC", curve), (b"gTRC", curve), (b"bTRC", curve)]
+    offset = 128 + 4 + 12 * len(tags)
+    table, data = b"", b""
+    for sig, blob in tags:
+        table += sig + struct.pack(">II", offset + len(data), len(blob))
+        data += blob + bytes(-len(blob) % 4)
+    size = offset + len(data)
+    header = (struct.pack(">I", size) + b"lcms" + struct.pack(">I", 0x02100000) + b"mntrRGB XYZ "
+              + struct.pack(">6H", 2024, 1, 1, 0, 0, 0) + b"acsp" + bytes(24) + struct.pack(">I", 0)
+              + s15(0.9642) + s15(1.0) + s15(0.8249) + bytes(4) + bytes(44))
+    assert len(header) == 128
+    return header + struct.pack(">I", len(tags)) + table + data

@@ -129,8 +129,7 @@ def process(req: Request, settings: Settings) -> Outcome:
     if len(req.raw) > settings.max_body:
         return Outcome("failed", f"body of {len(req.raw)} bytes exceeds llmfix_max_body={settings.max_body}")
     try:
-        with _COLLECTOR.paused():
-            return _process(req, settings)
+        return _process(req, settings)
     except BadBody as e:
         return Outcome("failed", str(e))
     except images.WouldBlock as e:  # called on the event loop, and an image must be decoded: nothing was sent
@@ -140,7 +139,8 @@ def process(req: Request, settings: Settings) -> Outcome:
 
 
 class _Collector:
-    """Python's cycle collector off while bodies are processed (whichever threads, however many at once).
+    """Python's cycle collector off while bodies are parsed and typed (whichever threads, however many at once),
+    and only then: repairs, image conversions and the waits for them run with it on.
 
     Parsing and typing a body llmfix has not seen allocates ~100,000 objects per MB, none of them in a
     reference cycle: they all go when the request is done. Meanwhile the collector ran young and full
@@ -305,6 +305,7 @@ def _prior(hit: Hit | None, key: tuple[Any, ...]) -> tuple[int, settled.Verdict 
     return 0, None
 
 
+@_COLLECTOR.paused()
 def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit: Hit | None,
                   hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None, Entry | None]:
     """The typed conversation of ``data``, the raw items it adds to a body seen before (None: the whole body was
@@ -334,6 +335,7 @@ def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit:
     return conv, hit.new, kept
 
 
+@_COLLECTOR.paused()
 def _known(dialect: Dialect, data: bytes, hit: Hit, start: int) -> list[Any] | None:
     """The typed items ``start`` to ``hit.count`` of a body that continues a kept one, from the bytes between
     the entry's mark for ``start`` items and the hit's (both inside the prefix the digest vouched for); None
@@ -347,6 +349,7 @@ def _known(dialect: Dialect, data: bytes, hit: Hit, start: int) -> list[Any] | N
     return typed(dialect, raw, start)
 
 
+@_COLLECTOR.paused()
 def _whole(dialect: Dialect, data: bytes) -> Conversation:
     """The whole body parsed and typed (a body that continues a kept one, when its known items are needed)."""
     conv = parse(dialect, loads(data))

@@ -87,6 +87,16 @@ class Profile(BaseModel):
     image_media_type_checked: bool = False
     """Does the upstream check an image's declared type against its bytes (Anthropic: 400 ``Image does not match
     the provided media type image/png``). True: a mislabelled image gets its true type."""
+    image_undecodable_refused: bool = False
+    """Does the upstream refuse an image it cannot decode (Anthropic ``Could not process image``, OpenAI ``The image
+    data you provided does not represent a valid image``). True: an image llmfix cannot decode either becomes a
+    placeholder, and every pixel of an image is checked. False: llmfix reads only the headers of images that fit,
+    and one it cannot read (a HEIC or AVIF photo, which some upstreams take) is sent as it is."""
+    image_limits_anthropic: bool = False
+    """Does the upstream hold images to Anthropic's limits (a gateway in front of Claude). True: they apply on top
+    of this profile's own image limits, the stricter of each. Learned from Anthropic's rejection texts."""
+    image_limits_openai: bool = False
+    """Does the upstream hold images to OpenAI's limits (a gateway in front of GPT). True: as for Anthropic's."""
     image_max_base64: int | None = None
     """Characters of base64 text one image may take (Anthropic measures its 5 MB there: 5242880)."""
     image_max_bytes: int | None = None
@@ -136,33 +146,41 @@ SETTINGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue
 # exceeds 5 MB maximum: 11641928 bytes > 5242880 bytes"), ≤ 8000 px a side, ≤ 2000 px once a request holds
 # more than 20 images ("… for many-image requests: 2000 pixels"), JPEG/PNG/GIF/WebP only (SK §4 [247][248]
 # [252][253][255]); the declared media_type is checked against the bytes ("Image does not match the provided
-# media type image/png", Claude Code issues 6300, 13131, 15746; any other type: "…media_type: Input should be
+# media type image/png", anthropics/claude-code #6300, #13131, #15746; any other type: "…media_type: Input should be
 # 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", anthropics/claude-code #8184).
 _ANTHROPIC_IMAGES: dict[str, Any] = dict(
     image_formats=("jpeg", "png", "gif", "webp"), image_media_type_checked=True, image_max_base64=5_242_880,
-    image_max_side=8000, image_many_count=20, image_many_side=2000)
+    image_max_side=8000, image_many_count=20, image_many_side=2000, image_undecodable_refused=True)
 # OpenAI: PNG, JPEG, WebP and non-animated GIF (SK §4: "You uploaded an unsupported image…" invalid_image_format;
 # Codex's view_image of an SVG: "The image data you provided does not represent a valid image…"). Size: the
 # spec caps a tool output's image_url at 20971520 characters (WF §1.3), which, less a data URL's head
 # (``data:image/jpeg;base64,``), leaves 20971496 for its base64: stricter than the guide's "20 MB per image"
 # (a mirror, UNCERTAIN), and applied to every image, as the strict reading.
 _OPENAI_IMAGES: dict[str, Any] = dict(
-    image_formats=("png", "jpeg", "webp", "gif"), image_gif_animated=False, image_max_base64=20_971_496)
+    image_formats=("png", "jpeg", "webp", "gif"), image_gif_animated=False, image_max_base64=20_971_496,
+    image_undecodable_refused=True)
 # xAI: JPEG and PNG only (SK §4 [260][261]; a WebP screenshot: "Invalid request content: Downloaded response does
 # not contain a valid JPG or PNG image."). Size UNCERTAIN: 10 MiB per an older docs mirror, 20 MiB per docs.x.ai;
 # the stricter is taken. Its reported 400 for images under 8×8 px is secondhand: not acted on.
-_XAI_IMAGES: dict[str, Any] = dict(image_formats=("jpeg", "png"), image_max_bytes=10 * 1024 * 1024)
-# A gateway may send a request to either vendor: the stricter of both, Anthropic's limits and type check with
-# OpenAI's no-animated-GIF.
-_GATEWAY_IMAGES: dict[str, Any] = {**_ANTHROPIC_IMAGES, "image_gif_animated": False}
+_XAI_IMAGES: dict[str, Any] = dict(image_formats=("jpeg", "png"), image_max_bytes=10 * 1024 * 1024,
+                                   image_undecodable_refused=True)
+# An upstream llmfix does not know (Gemini's OpenAI-compatible API, Ollama, vLLM, LM Studio, Mistral, Groq, a
+# company gateway) is assumed to take the images the client sends: changing an image on a guess loses data, as
+# dropping it for a model the catalogue does not know would. Only what no LLM upstream takes is converted,
+# losslessly where the format allows (SVG, BMP and TIFF to PNG); an image llmfix cannot read (HEIC, AVIF, a
+# truncated file) goes as it is. A gateway in front of Claude or GPT says so in its first rejection of an image
+# (retry/rejections.py): it learns that vendor's limits, costs one resend, and is fitted up front from then on.
+_ANY_UPSTREAM_IMAGES: dict[str, Any] = dict(image_formats=("jpeg", "png", "gif", "webp"))
+VENDOR_IMAGES: dict[str, dict[str, Any]] = {"image_limits_anthropic": _ANTHROPIC_IMAGES,
+                                           "image_limits_openai": _OPENAI_IMAGES}
+"""The flags that put a vendor's image limits on a profile, and those limits."""
 
 BUILTIN: dict[str, Profile] = {
     p.name: p
     for p in (
-        # An unknown host may be a gateway to either vendor (LiteLLM, one-api, new-api… put Claude behind the
-        # OpenAI API): its strict reading takes the stricter of both public specs for images. A local server
-        # that takes more is set in the profiles file (0 / [] turn a limit off).
-        Profile(name="spec", **_GATEWAY_IMAGES),
+        # An unknown host: the strict reading of the public specs for request shapes, and for images only what no
+        # upstream takes (see _ANY_UPSTREAM_IMAGES); a gateway's vendor limits are learned from its rejections.
+        Profile(name="spec", **_ANY_UPSTREAM_IMAGES),
         Profile(name="openai", catalogue="openai", **_OPENAI_IMAGES),
         Profile(
             name="xai",
@@ -182,11 +200,15 @@ BUILTIN: dict[str, Profile] = {
         # Its compatibility table lists base64 images as JPEG, PNG, GIF and WebP (SK §2.3 [121][122]); no size
         # limit is published.
         Profile(name="deepseek-anthropic", anthropic_system_messages=False,
-                image_formats=("jpeg", "png", "gif", "webp")),
+                image_formats=("jpeg", "png", "gif", "webp"), image_undecodable_refused=True),
         Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True, **_ANTHROPIC_IMAGES),
-        # A gateway to every vendor's models, Anthropic's among them; it publishes no image limits of its own
-        # (none in the reference): the strict reading of a gateway, as for an unknown host.
-        Profile(name="openrouter", catalogue="openrouter", **_GATEWAY_IMAGES),
+        # A gateway to every vendor's models, Anthropic's among them; it publishes no image limits of its own for
+        # inline images (its one known image text is for downloaded ones: 413 "Downloaded image content cannot
+        # exceed 30MB", artokun/comfyui-mcp #2221), and relays each vendor's rejection in ``metadata.raw``
+        # (LaoshuBaby/liulianmao #11: Anthropic's media-type text): as for an unknown host, the vendor's limits are
+        # learned from it. Learned flags are per upstream, not per model: once learned, every model behind it gets
+        # the vendor's limits (the stricter; images still go, smaller).
+        Profile(name="openrouter", catalogue="openrouter", **_ANY_UPSTREAM_IMAGES),
         # Anthropic-compatible endpoints (session-killers §2.1, §2.3). The Chat side of these vendors gets the
         # spec reading; only the Messages side has known rejections.
         Profile(name="glm", catalogue="zhipuai"),

@@ -7,15 +7,15 @@ can never leave a half-repaired request.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import gc
 import logging
 from typing import Any
 
+import orjson
 from mitmproxy import ctx, exceptions, http
 
-from llmfix import catalogue, engine, options, route
+from llmfix import catalogue, engine, offload, options, route
 from llmfix.engine import Outcome, Settings
 from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
@@ -51,6 +51,16 @@ def upstream_name(flow: http.HTTPFlow, dialect: str) -> str:
     routed = flow.metadata.get(UPSTREAM)
     host, port = (routed[1], routed[2]) if routed else (flow.request.host, flow.request.port)
     return upstream_id(str(host), port, str(dialect))
+
+
+def request_body(flow: http.HTTPFlow) -> Any:
+    """The parsed JSON body of ``flow``'s request, for a learner that needs to know what its answer answered (None,
+    with a warning, when it cannot be read)."""
+    try:
+        return orjson.loads(flow.request.get_content(strict=False) or b"")
+    except (orjson.JSONDecodeError, ValueError) as e:
+        logger.warning("llmfix: %s: cannot read the request to learn from its answer: %s", flow_name(flow), e)
+        return None
 
 
 class LLMFix:
@@ -169,14 +179,10 @@ class LLMFix:
     async def run(self, req: engine.Request, settings: Settings) -> Outcome:
         """``engine.process`` of one request, whatever carried it (an HTTP body, a WebSocket message): in a worker
         thread for a large body, so that other flows are not stalled, unless it is a light append (which needs no
-        thread); always there with a network memory, which is never waited for on the event loop, and for a body
-        the engine deferred (an image to decode or convert on the event loop would stall every flow)."""
-        if self.offload or (len(req.raw) >= OFFLOAD_BYTES and not engine.light(req, settings)):
-            return await asyncio.to_thread(engine.process, req, settings)
-        outcome = engine.process(req, settings)
-        if outcome.status == "deferred":  # an image to decode or convert: never on the event loop
-            outcome = await asyncio.to_thread(engine.process, req, settings)
-        return outcome
+        thread); always there with a network memory, which is never waited for on the event loop. A body with an
+        image to decode or convert is run again on llmfix's image workers (``llmfix.offload``)."""
+        heavy = self.offload or (len(req.raw) >= OFFLOAD_BYTES and not engine.light(req, settings))
+        return await offload.process(req, settings, offload=heavy)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""
@@ -219,13 +225,14 @@ class LLMFix:
             return
         if body and any(n in body for n in needles):
             self._remember(learn.learn_json_response(dialect, body, upstream=upstream_name(flow, dialect),
-                                                     on_reasoning=self._note))
+                                                     on_reasoning=self._note, request=lambda: request_body(flow)))
 
     def learner(self, flow: http.HTTPFlow, dialect: str, content_encoding: str | None = None) -> learn.StreamLearner:
         """A learner for the answer of ``flow`` (an SSE body, or the server's messages on a WebSocket): every
         transport learns through one of these, so all of them learn the same things into the same memory."""
         return learn.StreamLearner(dialect, self._remember, content_encoding=content_encoding, label=flow_name(flow),
-                                   upstream=upstream_name(flow, dialect), on_reasoning=self._note)
+                                   upstream=upstream_name(flow, dialect), on_reasoning=self._note,
+                                   request=lambda: request_body(flow))
 
     def _remember(self, calls: list[ToolCall]) -> None:
         if self.recall is not None and calls:

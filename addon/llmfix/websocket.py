@@ -99,9 +99,10 @@ class Sent:
     """A request message in flight: as the client sent it (``req``), and what llmfix sent (``wire``)."""
 
     index: int
-    req: engine.Request
+    req: engine.Request | None  # None: another addon's injected request, answered in turn but never llmfix's
     wire: bytes
     retry: decide.Decision | None = None  # set on llmfix's resend: the decision that sent it
+    response: str | None = None  # the id of the response the server created for it (``response.created``)
 
 
 @dataclass
@@ -110,6 +111,7 @@ class Socket:
     host: str
     port: int
     in_flight: deque[Sent] = field(default_factory=deque)
+    injecting: deque[bytes] = field(default_factory=deque)  # llmfix's own resends, until they pass the hook
     warned: set[str] = field(default_factory=set)  # reasons already warned about on this socket
 
 
@@ -125,7 +127,8 @@ class ResponsesWebSocket:
         # mitmproxy re-frames a changed (or injected) text message in pieces of FRAGMENT_SIZE bytes and decodes
         # each piece on its own: a character cut at a boundary arrives as U+FFFD (seen with mitmproxy 12.3: "é"
         # across byte 4000 became two). Its docstring asks addons that change messages to set the size: one
-        # frame per message, as Codex itself sends them.
+        # frame per message, as Codex itself sends them. The setting is process-wide: every addon's changed
+        # WebSocket messages are then sent in one frame each too (never split, never garbled).
         Fragmentizer.FRAGMENT_SIZE = ONE_FRAME
 
     def configure(self, updated: set[str]) -> None:
@@ -148,7 +151,8 @@ class ResponsesWebSocket:
             return
         sock.learner.end()
         for sent in sock.in_flight:
-            self.fix.window.finish(sent.req.flow_id or "")
+            if sent.req is not None:
+                self.fix.window.finish(sent.req.flow_id or "")
 
     async def websocket_message(self, flow: http.HTTPFlow) -> None:
         sock = self._sockets.get(flow.id)
@@ -168,7 +172,11 @@ class ResponsesWebSocket:
     # -- client → server -------------------------------------------------------------------------------
 
     async def _request(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage, index: int) -> None:
-        if message.injected:  # llmfix's own resend (recorded when sent), or another addon's message
+        if message.injected:  # llmfix's own resend (tracked when sent), or another addon's message
+            if sock.injecting and sock.injecting[0] == message.content:
+                sock.injecting.popleft()
+            elif message.is_text and message_type(message.content) in REQUESTS:
+                sock.in_flight.append(Sent(index, None, message.content))  # answered in turn: not ours to judge
             return
         if not message.is_text:
             return self._warn(flow, sock, index, "a binary message: not a Responses request llmfix knows")
@@ -205,9 +213,13 @@ class ResponsesWebSocket:
         content = message.content
         sock.learner.feed_event(content)  # observes only, never raises
         kind = message_type(content)
-        if kind not in TERMINAL or not sock.in_flight:
+        if kind == "response.created":
+            _created(sock, content)
+        if kind not in TERMINAL:
             return
-        sent = sock.in_flight.popleft()
+        sent = _answered(sock, content, kind)
+        if sent is None or sent.req is None:
+            return
         self.fix.window.finish(sent.req.flow_id or "")
         if kind == "error":
             await self._rejected(flow, sock, message, sent)
@@ -216,6 +228,7 @@ class ResponsesWebSocket:
 
     async def _rejected(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage, sent: Sent) -> None:
         """An error event for ``sent``: a known rejection of a whole history is repaired and sent again."""
+        assert sent.req is not None
         event = _loads(message.content)
         status = event.get("status", event.get("status_code"))
         found = rejections.match(str(Dialect.RESPONSES), status, message.content) if isinstance(status, int) else None
@@ -226,7 +239,7 @@ class ResponsesWebSocket:
             return
         assert isinstance(status, int)
         client = dataclasses.replace(sent.req, flow_id=None)  # trying flags is not a request in flight
-        d = await decide.decide(found, status, client, sent.wire, settings)
+        d = await decide.decide(found, status, client, sent.wire, settings, self.fix.run)
         if d.outcome is not None and _loads(sent.req.raw).get("previous_response_id"):
             d.why = ("not resent: the message continues server-side state (previous_response_id) that the failed "
                      "turn may have cost; the whole history on the client's next socket will be")
@@ -236,6 +249,7 @@ class ResponsesWebSocket:
         decide.learn(d, settings)
         message.drop()  # the client never sees this rejection: it gets the resend's answer
         sock.in_flight.appendleft(Sent(sent.index, sent.req, d.outcome.wire, d))
+        sock.injecting.append(d.outcome.wire)
         ctx.master.commands.call("inject.websocket", flow, False, d.outcome.wire, True)
         d.event["resent"] = True
         self.fix._report(flow, sent.req, d.outcome, "repair", message=sent.index)
@@ -274,3 +288,31 @@ def _loads(content: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _created(sock: Socket, content: bytes) -> None:
+    """``response.created``: the server began answering its oldest request not yet answered; note the id."""
+    rid = _response_id(content)
+    waiting = next((s for s in sock.in_flight if s.response is None), None)
+    if rid is not None and waiting is not None:
+        waiting.response = rid
+
+
+def _answered(sock: Socket, content: bytes, kind: str) -> Sent | None:
+    """The request a terminal event answers: the one whose response it names (``response.completed`` and the
+    like carry the response), else — an ``error`` names none: it refuses a request before a response exists —
+    the oldest request the server has not begun to answer. Taken out of the socket's in-flight requests."""
+    rid = _response_id(content) if kind != "error" else None
+    found = next((s for s in sock.in_flight if rid is not None and s.response == rid), None)
+    if found is None:
+        found = next((s for s in sock.in_flight if s.response is None), None)
+    if found is not None:
+        sock.in_flight.remove(found)
+    return found
+
+
+def _response_id(content: bytes) -> str | None:
+    response = _loads(content).get("response")
+    rid = response.get("id") if isinstance(response, dict) else None
+    return rid if isinstance(rid, str) else None
+

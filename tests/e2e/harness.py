@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -198,3 +198,26 @@ def sdk_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, An
     kwargs = {k: v for k, v in body.items() if k in names and k != "stream"}
     extra = {k: v for k, v in body.items() if k not in names and k not in ("stream", "stream_options")}
     return {**kwargs, "extra_body": extra} if extra else kwargs
+
+
+def module_proxy(label: str, start: Callable[[Any, Path], Mitmdump], upstream: Callable[[], Any]) -> tuple[Any, ...]:
+    """The module-scoped fixtures ``upstream`` (a started ``upstream()``), ``confdir`` and ``proxy`` (``start(upstream,
+    confdir)``: llmfix's memory a file in that confdir, kept for the module), for a module to bind by name:
+    ``upstream, confdir, proxy = module_proxy("retry", start, lambda: MockUpstream(rules="xai"))``."""
+    import pytest
+
+    @pytest.fixture(scope="module", name="upstream")
+    def upstream_fixture() -> Iterator[Any]:
+        with upstream() as up:
+            yield up
+
+    @pytest.fixture(scope="module", name="confdir")
+    def confdir_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return tmp_path_factory.mktemp(f"{label}-confdir")
+
+    @pytest.fixture(scope="module", name="proxy")
+    def proxy_fixture(upstream: Any, confdir: Path) -> Iterator[Mitmdump]:
+        with start(upstream, confdir) as p:
+            yield p
+
+    return upstream_fixture, confdir_fixture, proxy_fixture

@@ -27,7 +27,7 @@ from PIL import Image
 
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
 from tests.e2e.harness import sdk_kwargs as _split
-from tests.images import b64, image_bytes, noise_png, padded_png
+from tests.images import b64, data_url, image_bytes, noise_png, padded_png
 from tests.upstreams.captures import capture_json
 from tests.upstreams.mock import MockUpstream
 
@@ -224,6 +224,29 @@ def test_with_llmfix_each_image_is_fitted_once_and_the_next_turn_gets_the_same_b
     assert fixed.output().count(CONVERTED) == mark  # and nothing was converted again
 
 
+def test_a_gateway_in_front_of_claude_learns_its_image_limits_once(fixed: Mitmdump, upstream: MockUpstream) -> None:
+    """A host llmfix has no profile for, answering as Anthropic does: the first oversized screenshot goes as the
+    client sent it (an unknown upstream is assumed to take it), is refused with Anthropic's text, and is fitted and
+    resent once; the client sees the 200. The next screenshot is fitted up front: one request, no rejection."""
+    host = "claude.gateway.test"  # the mock answers it with Anthropic's rules; llmfix knows nothing of it
+    before = len(upstream.requests)
+    answer = send(fixed, "messages", host, claude_code(png_block(OVERSIZED)))
+    assert not isinstance(answer, anthropic.APIStatusError), answer
+    first, resent = upstream.requests[before:]
+    assert (first.status, first.reason, resent.status) == (400, "image-too-large", 200)
+    [(_, data)] = inline_images("messages", resent.json)
+    assert len(data) <= 5_242_880 and opened(data).size == (1200, 1200)
+    deadline = time.monotonic() + 20
+    while "learned image_limits_anthropic=true" not in fixed.output():
+        assert time.monotonic() < deadline, fixed.output()[-3000:]
+        time.sleep(0.05)
+    later = claude_code(png_block(noise_png(1200, 1201)))  # another screenshot, as large
+    before = len(upstream.requests)
+    assert not isinstance(send(fixed, "messages", host, later), anthropic.APIStatusError)
+    [seen] = upstream.requests[before:]
+    assert seen.status == 200 and len(inline_images("messages", seen.json)[0][1]) <= 5_242_880
+
+
 CONTROLS = {  # valid requests the upstream takes as they are: byte-identical through llmfix
     "twenty-large-to-anthropic": ("messages", "api.anthropic.com",
                                   lambda: claude_code(*(png_block(image_bytes("png", k, (7900, 30)))
@@ -234,6 +257,12 @@ CONTROLS = {  # valid requests the upstream takes as they are: byte-identical th
     "claude-code-as-captured": ("messages", "api.anthropic.com",
                                 lambda: capture_json("claude-code/single_png__turn2.json")),
     "codex-as-captured": ("responses", "api.openai.com", lambda: capture_json("codex/turn2_request.json")),
+    "twenty-one-screenshots-to-an-unknown-host": (  # Gemini's OpenAI-compatible API: no Anthropic rule applies
+        "chat", "generativelanguage.googleapis.com",
+        lambda: {"model": "gemini-2.5-pro", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "Compare these."},
+            *({"type": "image_url", "image_url": {"url": data_url(image_bytes("png", k, (2560, 16)))}}
+              for k in range(21))]}]}),
 }
 
 

@@ -8,38 +8,26 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Mitmdump
+from tests.e2e.harness import Mitmdump, module_proxy
 from tests.e2e.reasoning_client import post, since, start, stream_chat, without_llmfix
+from tests.upstreams.captures import capture_bytes
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoning_canned import chat_sse
+from tests.upstreams.reasoning_canned import with_reasoning as answered_with
 from tests.upstreams.reasoning_rules import DEEPSEEK_TEXT, KIMI_TEXT
-from tests.upstreams.reasoning_sessions import THOUGHT, Session, droid, opencode
+from tests.upstreams.reasoning_sessions import DROID_SSE, THOUGHT, Session, droid, opencode
 
 pytestmark = pytest.mark.timeout(180)
 PATH = "/v1/chat/completions"
 FINAL = "Both files show the same red square, eight pixels wide."
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream() as up:  # rules by host: api.deepseek.com, api.moonshot.ai, deepseek.gateway.test
-        yield up
-
-
-@pytest.fixture(scope="module")
-def confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("reasoning-confdir")
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: MockUpstream, confdir: Path) -> Iterator[Mitmdump]:
-    with start(upstream, confdir) as p:  # its memory: a file in the confdir
-        yield p
+# rules by host: api.deepseek.com, api.moonshot.ai, deepseek.gateway.test; llmfix's memory a file in the confdir
+upstream, confdir, proxy = module_proxy("reasoning", start, MockUpstream)
 
 
 def turn1(p: Mitmdump, upstream: MockUpstream, host: str, session: Session) -> None:
@@ -71,6 +59,36 @@ def test_droid_replaying_without_the_reasoning(proxy: Mitmdump, upstream: MockUp
     [seen] = since(upstream, before)
     assert seen.json == with_reasoning(session.turn2, session.at)  # the reasoning byte for byte; nothing else
     proxy.wait_for_output("restore-reasoning-content: messages[3].reasoning_content")
+
+
+def kimi_session(home: str, reasoning: str) -> Session:
+    """Droid on Kimi in ``home``: Kimi numbers the calls of a conversation, so every session's two Reads are
+    ``functions.Read:0`` and ``functions.Read:1``."""
+
+    def on_kimi(text: str) -> str:
+        return text.replace("call_mock_a", "functions.Read:0").replace("call_mock_b", "functions.Read:1").replace(
+            "/home/dev/project/", home)
+
+    session = droid("0.225.2", "kimi-k2.5")
+    return Session(json.loads(on_kimi(json.dumps(session.turn1))),
+                   answered_with(on_kimi(capture_bytes(DROID_SSE).decode()), reasoning),
+                   json.loads(on_kimi(json.dumps(session.turn2))), reasoning, session.at)
+
+
+def test_two_kimi_sessions_under_the_same_call_ids_each_get_their_own_reasoning(proxy: Mitmdump,
+                                                                                  upstream: MockUpstream) -> None:
+    alice = kimi_session("/home/alice/", "Alice's reasoning: her deploy key is in ~/.env.")
+    bob = kimi_session("/home/bob/", "Bob's reasoning: read both images.")
+    for session in (alice, bob):
+        upstream.queue_sse(session.sse)
+        reasoning, calls = stream_chat(proxy, "api.moonshot.ai", session.turn1)
+        assert (reasoning, calls) == (session.reasoning, ["functions.Read:0", "functions.Read:1"])
+    for session in (bob, alice):
+        before = len(upstream.requests)
+        response = post(proxy, f"https://api.moonshot.ai{PATH}", session.turn2)
+        assert response.status_code == 200, response.text
+        [seen] = since(upstream, before)
+        assert seen.json == with_reasoning(session.turn2, session.at, session.reasoning)  # its own, never the other's
 
 
 def test_opencode_replaying_an_empty_reasoning(proxy: Mitmdump, upstream: MockUpstream) -> None:

@@ -13,7 +13,6 @@ after a restart with the same confdir, one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import httpx2
 import openai
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump, module_proxy
 from tests.e2e.quirky_upstream import QuirkyUpstream, deepseek_anthropic_system
 from tests.upstreams.captures import capture_json
 from tests.upstreams.errors import XAI_DESERIALIZE, openai_error, xai_error
@@ -90,30 +89,18 @@ def records(path: Path) -> list[dict[str, Any]]:
 XAI_LIKE = "grok.gateway.test"
 
 
-@pytest.fixture(scope="module")
-def xai_like() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="xai") as up:
-        yield up
+upstream, confdir, proxy = module_proxy(  # an xAI-like gateway; llmfix's memory in the confdir
+    "retry", lambda up, confdir: start(up, confdir, probe=True, llmfix_log=str(confdir / "changes.jsonl")),
+    lambda: MockUpstream(rules="xai"))
 
 
-@pytest.fixture(scope="module")
-def confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("retry-confdir")
-
-
-@pytest.fixture(scope="module")
-def proxy(xai_like: MockUpstream, confdir: Path) -> Iterator[Mitmdump]:
-    with start(xai_like, confdir, probe=True, llmfix_log=str(confdir / "changes.jsonl")) as p:  # memory in confdir
-        yield p
-
-
-def test_first_request_is_rejected_learned_repaired_and_resent_once(proxy: Mitmdump, xai_like: MockUpstream,
+def test_first_request_is_rejected_learned_repaired_and_resent_once(proxy: Mitmdump, upstream: MockUpstream,
                                                                     confdir: Path) -> None:
-    before = len(xai_like.requests)
+    before = len(upstream.requests)
     with http_client(proxy) as http:
         response = openai_sdk(proxy, http, XAI_LIKE).responses.create(**xai_body())
     assert response.status == "completed"
-    first, second = xai_like.requests[before:]
+    first, second = upstream.requests[before:]
     assert (first.status, first.reason) == (422, "tool-output-not-string")
     assert second.status == 200
     assert isinstance(second.json["input"][3]["output"], str)  # hoisted: the image follows in a user message
@@ -142,48 +129,48 @@ def test_first_request_is_rejected_learned_repaired_and_resent_once(proxy: Mitmd
     assert "iVBOR" not in text
 
 
-def test_next_request_is_repaired_up_front(proxy: Mitmdump, xai_like: MockUpstream) -> None:
-    before = len(xai_like.requests)
+def test_next_request_is_repaired_up_front(proxy: Mitmdump, upstream: MockUpstream) -> None:
+    before = len(upstream.requests)
     with http_client(proxy) as http:
         response = openai_sdk(proxy, http, XAI_LIKE).responses.create(**xai_body("And now?"))
     assert response.status == "completed"
-    [seen] = xai_like.requests[before:]
+    [seen] = upstream.requests[before:]
     assert seen.status == 200 and isinstance(seen.json["input"][3]["output"], str)
 
 
-def test_streamed_retried_answer_is_parsed_by_the_sdk(xai_like: MockUpstream, tmp_path: Path) -> None:
-    with start(xai_like, tmp_path / "conf") as fresh:  # a new memory: this host is unknown again
-        before = len(xai_like.requests)
+def test_streamed_retried_answer_is_parsed_by_the_sdk(upstream: MockUpstream, tmp_path: Path) -> None:
+    with start(upstream, tmp_path / "conf") as fresh:  # a new memory: this host is unknown again
+        before = len(upstream.requests)
         with http_client(fresh) as http:
             events = list(openai_sdk(fresh, http, XAI_LIKE).responses.create(**xai_body(stream=True)))
-    assert [r.status for r in xai_like.requests[before:]] == [422, 200]
+    assert [r.status for r in upstream.requests[before:]] == [422, 200]
     assert events[-1].type == "response.completed"
     assert "".join(e.delta for e in events if e.type == "response.output_text.delta")
 
 
-def test_after_a_restart_with_the_same_confdir_one_request(proxy: Mitmdump, xai_like: MockUpstream,
+def test_after_a_restart_with_the_same_confdir_one_request(proxy: Mitmdump, upstream: MockUpstream,
                                                            confdir: Path) -> None:
     proxy.wait_for_output("retry: 422")  # learned by the first test (module order)
     proxy.stop()
-    with start(xai_like, confdir) as again:
-        before = len(xai_like.requests)
+    with start(upstream, confdir) as again:
+        before = len(upstream.requests)
         with http_client(again) as http:
             response = openai_sdk(again, http, XAI_LIKE).responses.create(**xai_body("After a restart?"))
     assert response.status == "completed"
-    assert [r.status for r in xai_like.requests[before:]] == [200]
+    assert [r.status for r in upstream.requests[before:]] == [200]
 
 
 # -- what must go through with one request ----------------------------------------------------------------
 
 
-def test_retry_off_and_report_mode_send_once(xai_like: MockUpstream, tmp_path: Path) -> None:
+def test_retry_off_and_report_mode_send_once(upstream: MockUpstream, tmp_path: Path) -> None:
     for name, options in (("off", {"llmfix_retry": "false"}), ("report", {"llmfix_mode": "report"})):
-        with start(xai_like, tmp_path / name, **options) as p:
-            before = len(xai_like.requests)
+        with start(upstream, tmp_path / name, **options) as p:
+            before = len(upstream.requests)
             with http_client(p) as http, pytest.raises(openai.UnprocessableEntityError) as rejected:
                 openai_sdk(p, http, XAI_LIKE).responses.create(**xai_body())
             assert "untagged enum ModelInput" in rejected.value.response.text
-            assert [r.status for r in xai_like.requests[before:]] == [422], name
+            assert [r.status for r in upstream.requests[before:]] == [422], name
             if name == "report":
                 p.wait_for_output("report mode: would learn and resend once")
             else:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import Mitmdump
+from tests.e2e.harness import Mitmdump, module_proxy
 from tests.e2e.reasoning_client import post, since, start, stream_messages, without_llmfix
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoning_canned import anthropic_sse, issued_turn
@@ -32,21 +31,8 @@ UUID = "b7e3c1d2-8f4a-4e6b-9c0d-1a2b3c4d5e6f"
 READ_B = ("toolu_b", "Read", {"file_path": "/home/dev/project/b.png"})
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream() as up:  # by host: api.anthropic.com / claude.gateway.test check signatures
-        yield up
-
-
-@pytest.fixture(scope="module")
-def confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("thinking-confdir")
-
-
-@pytest.fixture(scope="module")
-def proxy(upstream: MockUpstream, confdir: Path) -> Iterator[Mitmdump]:
-    with start(upstream, confdir) as p:
-        yield p
+# by host: api.anthropic.com / claude.gateway.test check signatures
+upstream, confdir, proxy = module_proxy("thinking", start, MockUpstream)
 
 
 def sent_as_is(seen: Any, body: dict[str, Any]) -> bool:

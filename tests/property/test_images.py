@@ -1,12 +1,14 @@
-"""fit-images under generated histories of generated images (Chat, Responses, Messages; Anthropic, OpenAI, xAI and
-an unknown host): images that fit, too wide, wide enough to matter only past 20 images, truncated, SVG, animated
-GIF, WebP, mislabelled, by URL, in user messages and tool results, up to 24 in one request.
+"""fit-images under generated histories of generated images (Chat, Responses, Messages; Anthropic, OpenAI, xAI, an
+unknown host, and an unknown host that learned Anthropic's or OpenAI's limits from a rejection): images that fit,
+too wide, wide enough to matter only past 20 images, truncated, SVG, BMP, animated GIF, WebP, mislabelled, by URL,
+in user messages and tool results, up to 24 in one request.
 
 Which images an upstream refuses is decided here from the upstreams' published rules (independently of llmfix's
 code), and for every request: only those images change; each is still there, decoding, within the limits, its
-aspect ratio kept within a pixel — or, when no upstream could decode it, a placeholder with a ``dropped`` record;
-every other byte of the request is kept; the strict mock accepts it; the same request gives the same bytes with an
-empty image cache; the output sent again is untouched.
+aspect ratio kept within a pixel — or, when that upstream refuses what it cannot decode, a placeholder with a
+``dropped`` record; every other byte of the request is kept; the strict mock accepts it (an unknown host: only
+what no upstream takes is converted, the rest is as sent); the same request gives the same bytes with an empty
+image cache; the output sent again is untouched.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from PIL import Image
 from llmfix import engine, images
 from llmfix.body.media import digest
 from llmfix.engine import Request, Settings
+from llmfix.retry.decide import Fixed
 from llmfix.route import Dialect
 from tests.images import b64, image_bytes
 from tests.property.budget import BUDGET
@@ -54,36 +57,50 @@ KINDS = {k.name: k for k in (
     Kind("wide", "png", "image/png", (8200, 2)), Kind("mid", "jpeg", "image/jpeg", (2400, 3)),
     Kind("broken", "bad", "image/png"), Kind("svg", "svg", "image/svg+xml"),
     Kind("animated", "gif", "image/gif", (4, 4), 3), Kind("webp", "webp", "image/webp"),
-    Kind("mislabelled", "jpeg", "image/png"), Kind("url", "url", ""),
+    Kind("mislabelled", "jpeg", "image/png"), Kind("url", "url", ""), Kind("bmp", "bmp", "image/bmp"),
 )}
-HOSTS = {  # host: (rule set, dialects)
-    "api.anthropic.com": ("anthropic", ("messages",)),
-    "api.openai.com": ("openai", ("chat", "responses")),
-    "api.x.ai": ("xai", ("chat",)),
-    "llm.internal.example": ("spec", ("chat", "responses", "messages")),
-}
+
+
+@dataclass(frozen=True)
+class Upstream:
+    host: str
+    vendor: str | None  # whose image rules it keeps (None: unknown, assumed to take what the client sends)
+    dialects: tuple[str, ...]
+    learned: tuple[tuple[str, bool], ...] = ()  # flags learned from its rejections (repair-and-retry)
+
+
+UNKNOWN = "llm.internal.example"
+UPSTREAMS = {u.host if not u.learned else f"{u.host}+{u.vendor}": u for u in (
+    Upstream("api.anthropic.com", "anthropic", ("messages",)),
+    Upstream("api.openai.com", "openai", ("chat", "responses")),
+    Upstream("api.x.ai", "xai", ("chat",)),
+    Upstream(UNKNOWN, None, ("chat", "responses", "messages")),
+    Upstream(UNKNOWN, "anthropic", ("messages",), (("image_limits_anthropic", True),)),
+    Upstream(UNKNOWN, "openai", ("chat", "responses"), (("image_limits_openai", True),)),
+)}
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
 
 
-def refused(kind: Kind, host: str, count: int) -> bool:
+def refused(kind: Kind, vendor: str | None, count: int) -> bool:
     """Whether this upstream refuses the image (``count``: images in the request, as the upstream counts them),
-    from the published rules (session-killers.md §4): an unknown host is held to the stricter of Anthropic's and
-    OpenAI's."""
-    anthropic_like = host in ("api.anthropic.com", "llm.internal.example")
+    from the published rules (session-killers.md §4). An unknown host is not held to any vendor's rules: only
+    what no upstream takes (SVG, BMP) is converted for it."""
     if kind.name == "url":
         return False
-    if kind.name in ("broken", "svg"):
+    if kind.name in ("svg", "bmp"):
+        return True
+    if vendor is None:
+        return False
+    if kind.name == "broken":
         return True
     if kind.name == "animated":
-        return host != "api.anthropic.com"
+        return vendor != "anthropic"
     if kind.name == "webp":
-        return host == "api.x.ai"
-    if kind.name == "mislabelled":
-        return anthropic_like
-    if kind.name == "wide":
-        return anthropic_like
+        return vendor == "xai"
+    if kind.name in ("mislabelled", "wide"):
+        return vendor == "anthropic"
     if kind.name == "mid":
-        return anthropic_like and count > 20
+        return vendor == "anthropic" and count > 20
     return False
 
 
@@ -171,32 +188,34 @@ def masked(body: Any, paths: list[tuple[Any, ...]]) -> Any:
     return copy
 
 
-def send(dialect: str, host: str, raw: bytes) -> engine.Outcome:
-    return engine.process(Request(Dialect(dialect), host, 443, raw), Settings())
+def send(dialect: str, upstream: Upstream, raw: bytes) -> engine.Outcome:
+    return engine.process(Request(Dialect(dialect), upstream.host, 443, raw), Settings(quirks=Fixed(upstream.learned)))
 
 
-CASES = [(d, h) for h, (_, ds) in HOSTS.items() for d in ds]
+CASES = [(d, name) for name, u in UPSTREAMS.items() for d in u.dialects]
 
 
-@pytest.mark.parametrize(("dialect", "host"), CASES)
+@pytest.mark.parametrize(("dialect", "name"), CASES)
 @BUDGET
 @given(data=st.data())
-def test_only_refused_images_change_and_each_is_still_there(dialect: str, host: str, data: st.DataObject) -> None:
-    body, drawn = data.draw(histories(dialect, host), label="request")
+def test_only_refused_images_change_and_each_is_still_there(dialect: str, name: str, data: st.DataObject) -> None:
+    upstream = UPSTREAMS[name]
+    vendor = upstream.vendor
+    body, drawn = data.draw(histories(dialect, upstream.host), label="request")
     raw = json.dumps(body).encode()
-    outcome = send(dialect, host, raw)
+    outcome = send(dialect, upstream, raw)
     assert outcome.status in ("untouched", "repaired"), outcome.reason
     got = json.loads(outcome.body) if outcome.status == "repaired" else body
     paths = image_paths(body)
     assert len(paths) == len(drawn)
-    count = sum(1 for kind, _ in drawn if kind.name != "broken")  # what the upstream will receive
-    limit = 2000 if count > 20 and host in ("api.anthropic.com", "llm.internal.example") else 8000
+    count = sum(1 for kind, _ in drawn if kind.name != "broken" or vendor is None)  # what the upstream receives
+    limit = 2000 if count > 20 and vendor == "anthropic" else 8000
     dropped = [d for c in outcome.changes for d in c.dropped]
     changed = 0
     for path, (kind, _seed) in zip(paths, drawn, strict=True):
         sent, out = at(body, path), at(got, path)
-        if not refused(kind, host, count):
-            assert out == sent, f"{kind.name} changed for {host}"
+        if not refused(kind, vendor, count):
+            assert out == sent, f"{kind.name} changed for {name}"
             continue
         changed += 1
         if kind.name == "broken":
@@ -208,7 +227,7 @@ def test_only_refused_images_change_and_each_is_still_there(dialect: str, host: 
         im.load()
         assert mime == f"image/{im.format.lower()}" and mime in ("image/png", "image/jpeg"), (kind.name, mime)
         assert getattr(im, "n_frames", 1) == 1
-        if host in ("api.anthropic.com", "llm.internal.example"):
+        if vendor == "anthropic":
             assert max(im.size) <= limit and len(payload) <= 5_242_880
         if kind.fmt != "svg":
             w, h = kind.size
@@ -218,10 +237,11 @@ def test_only_refused_images_change_and_each_is_still_there(dialect: str, host: 
     event(f"{changed} image(s) fitted" if changed else "nothing to fit")
     assert (outcome.status == "repaired") == bool(changed)
     assert masked(got, paths) == masked(body, paths), "something other than an image changed"
-    rejection = rules.check(HOSTS[host][0], PATHS[dialect], got)
-    assert rejection is None, rejection
+    if vendor is not None:
+        rejection = rules.check(vendor, PATHS[dialect], got)
+        assert rejection is None, rejection
     images.CACHE.clear()
-    assert send(dialect, host, raw).body == outcome.body, "not deterministic"
+    assert send(dialect, upstream, raw).body == outcome.body, "not deterministic"
     if outcome.status == "repaired":
         assert outcome.body is not None
-        assert send(dialect, host, outcome.body).status == "untouched", "not idempotent"
+        assert send(dialect, upstream, outcome.body).status == "untouched", "not idempotent"

@@ -28,9 +28,10 @@ from hypothesis import strategies as st
 from llmfix import engine
 from llmfix.body.prefix import Hit, PrefixCache
 from llmfix.memory.learn_anthropic_thinking import FOREIGN, SIGNED, block_key, fact_key, marker_key
-from llmfix.memory.learn_chat_reasoning import content_key, records
+from llmfix.memory.learn_base import Asked
+from llmfix.memory.learn_chat_reasoning import call_key, context, records, text_key
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
-from llmfix.memory.store import Reasoning
+from llmfix.memory.store import Reasoning, ToolCall
 from llmfix.route import Dialect
 from tests.property.budget import BUDGET
 from tests.upstreams.reasoning_rules import missing_in_tool_spans
@@ -52,12 +53,22 @@ def run(dialect: Dialect, host: str, body: dict[str, Any], store: Any) -> tuple[
 CHAT_HOSTS = {"api.deepseek.com": ("deepseek", "deepseek-v4-flash"), "api.moonshot.ai": ("moonshot", "kimi-k2.5")}
 
 
+Heard = list[tuple[str, list[ToolCall], str, dict[str, Any]]]
+"""The answers memory heard: (reasoning, calls, text, the request message the answer followed)."""
+
+
+def noted(heard: Heard, upstream: str) -> list[Reasoning]:
+    """What memory noted of the answers heard from ``upstream``."""
+    return [r for reasoning, calls, text, before in heard
+            for r in records(reasoning, calls, text, Asked(upstream, lambda b=before: {"messages": [b]}))]
+
+
 @st.composite
-def chat_sessions(draw: st.DrawFn) -> tuple[list[list[dict[str, Any]]], list[Reasoning]]:
-    """(the messages each turn adds, what memory heard)."""
+def chat_sessions(draw: st.DrawFn) -> tuple[list[list[dict[str, Any]]], Heard]:
+    """(the messages each turn adds, the answers memory heard)."""
     n = iter(range(10_000))
     turns: list[list[dict[str, Any]]] = [[{"role": "user", "content": "start"}]]
-    heard: list[Reasoning] = []
+    heard: Heard = []
     for _ in range(draw(st.integers(1, 5))):
         reasoning = draw(st.one_of(st.just(""), words))
         k = draw(st.integers(0, 3))
@@ -67,8 +78,8 @@ def chat_sessions(draw: st.DrawFn) -> tuple[list[list[dict[str, Any]]], list[Rea
         if ids:
             message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": "read", "arguments": "{}"}}
                                      for i in ids]
-        if draw(st.booleans()):
-            heard += records(reasoning, ids, text)  # else this answer streamed past another llmfix
+        if draw(st.booleans()):  # else this answer streamed past another llmfix
+            heard.append((reasoning, [ToolCall(i, "read", "{}", "chat") for i in ids], text or "", turns[-1][-1]))
         replay = copy.deepcopy(message)
         how = draw(st.sampled_from(["kept", "dropped", "null", "empty"]))
         if how == "kept" and reasoning:
@@ -123,7 +134,8 @@ def fast_path_agrees(dialect: Dialect, host: str, turns: list[list[dict[str, Any
 @given(session=chat_sessions(), when=st.integers(0, 6))
 def test_chat_fast_path_agrees_when_memory_learns_late(session: Any, when: int) -> None:
     turns, heard = session
-    fast_path_agrees(Dialect.CHAT, "api.deepseek.com", turns, SqliteReasoningStore(":memory:"), heard, when)
+    fast_path_agrees(Dialect.CHAT, "api.deepseek.com", turns, SqliteReasoningStore(":memory:"),
+                     noted(heard, "api.deepseek.com:443/chat"), when)
 
 
 @BUDGET
@@ -131,9 +143,10 @@ def test_chat_fast_path_agrees_when_memory_learns_late(session: Any, when: int) 
 def test_chat_reasoning_is_given_back_exactly_where_needed(session: Any, host: str) -> None:
     turns, heard = session
     rules, model = CHAT_HOSTS[host]
+    upstream = f"{host}:443/chat"
     store = SqliteReasoningStore(":memory:")
-    store.note(Reasoning(r.kind, r.key, r.value, f"{host}:443/chat") for r in heard)
-    known = {r.key: r.value for r in heard}
+    store.note(noted(heard, upstream))
+    known = {r.key: r.value for r in noted(heard, upstream)}
     previous: list[dict[str, Any]] | None = None
     sent: list[dict[str, Any]] = []
     for turn in turns:
@@ -146,7 +159,9 @@ def test_chat_reasoning_is_given_back_exactly_where_needed(session: Any, host: s
         for i, (s, g) in enumerate(zip(sent, got["messages"], strict=True)):
             if s.get("role") != "assistant":
                 continue
-            keys = [tc["id"] for tc in s.get("tool_calls", [])] or [content_key(s.get("content") or "")]
+            before = context(sent[i - 1]["role"], sent[i - 1].get("content") or "", sent[i - 1].get("tool_call_id"))
+            keys = [call_key(upstream, tc["id"], "read", "function", "{}") for tc in s.get("tool_calls", [])] or \
+                [text_key(upstream, s.get("content") or "", before)]
             recorded = next((known[k] for k in keys if known.get(k)), None)
             if s.get("reasoning_content"):
                 assert g["reasoning_content"] == s["reasoning_content"]  # the client's own is never overwritten

@@ -76,3 +76,73 @@ async def test_other_flows_keep_being_served_while_an_image_is_converted(addon, 
     done.set()
     await tick
     assert len(gaps) > 10 and max(gaps) < 0.4
+
+
+def svg_body(k: int) -> bytes:
+    """A Codex request whose one image is an SVG of its own (distinct by ``k``: each one is new work)."""
+    body = fixture_json("codex/turn2_request.json")
+    svg = SVG.replace(b'r="200"', f'r="{100 + k}"'.encode())
+    body["input"][5]["output"][0]["image_url"] = f"data:image/svg+xml;base64,{b64(svg)}"
+    return json.dumps(body).encode()
+
+
+async def test_a_plain_request_never_waits_behind_images_being_converted(addon, monkeypatch) -> None:
+    """Every request in a worker thread (as with a Redis memory), a shared pool of 4 threads, 8 new images whose
+    conversions are held until the plain request is done: it is served meanwhile (they used to hold every thread
+    of the pool, waiting for their turn to decode, and it waited for all of them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from llmfix import engine
+    from llmfix.route import Dialect
+
+    pool = ThreadPoolExecutor(max_workers=4)
+    asyncio.get_running_loop().set_default_executor(pool)
+    addon.offload = True
+    release, started = threading.Event(), threading.Semaphore(0)
+    compute = images._compute
+
+    def held(*args):
+        started.release()
+        release.wait(60)
+        return compute(*args)
+
+    monkeypatch.setattr(images, "_compute", held)
+    request = lambda raw: engine.Request(Dialect.RESPONSES, "api.openai.com", 443, raw)  # noqa: E731
+    try:
+        converting = [asyncio.create_task(addon.run(request(svg_body(k)), addon.settings)) for k in range(8)]
+        assert await asyncio.to_thread(started.acquire, True, 30)  # a conversion is under way, held
+        plain = json.dumps({"model": "gpt-5", "input": [{"role": "user", "content": "hi"}]}).encode()
+        outcome = await asyncio.wait_for(addon.run(request(plain), addon.settings), 30)
+        assert outcome.status == "untouched" and not any(t.done() for t in converting)
+    finally:
+        release.set()
+    assert [o.status for o in await asyncio.wait_for(asyncio.gather(*converting), 60)] == ["repaired"] * 8
+    pool.shutdown(wait=False)
+
+
+def test_the_collector_is_paused_for_parsing_and_on_for_image_work(monkeypatch) -> None:
+    """The collector is off while a body is parsed and typed (what the pause was measured for), and on while an
+    image is converted (hundreds of ms; with image traffic it might otherwise never run)."""
+    import gc
+
+    from llmfix import engine
+    from llmfix.route import Dialect
+
+    seen: dict[str, bool] = {}
+    compute, loads = images._compute, engine.loads
+
+    def converting(*args):
+        seen["converting"] = gc.isenabled()
+        return compute(*args)
+
+    def parsing(*args):
+        seen["parsing"] = gc.isenabled()
+        return loads(*args)
+
+    monkeypatch.setattr(images, "_compute", converting)
+    monkeypatch.setattr(engine, "loads", parsing)
+    images.CACHE.clear()
+    assert gc.isenabled()
+    outcome = engine.process(engine.Request(Dialect.RESPONSES, "api.openai.com", 443, svg_body(99)),
+                             engine.Settings(prefix=None))
+    assert outcome.status == "repaired" and seen == {"parsing": False, "converting": True} and gc.isenabled()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from llmfix.images import Limits
 from llmfix.profiles import BUILTIN, FLAGS, SETTINGS, Profile, ProfileTable, parse_table
 from llmfix.repairs import fit_images
 from llmfix.retry import rejections
@@ -19,12 +20,13 @@ def test_flags_retry_can_learn_are_all_yes_or_no() -> None:
 
 
 def test_the_profiles_file_sets_image_limits_as_validated_values() -> None:
-    table = parse_table({"hosts": {"gw.example": {"image_formats": ["PNG", "jpg", "image/webp"], "image_max_side": 4096,
-                                                  "image_max_base64": 0, "image_gif_animated": False}}})
+    table = parse_table({"hosts": {"gw.example": {"base": "anthropic", "image_formats": ["PNG", "jpg", "image/webp"],
+                                                  "image_max_side": 4096, "image_max_base64": 0,
+                                                  "image_gif_animated": False}}})
     profile = table.resolve("gw.example", 443, None).profile
     assert profile.image_formats == ("png", "jpeg", "webp")
-    assert profile.image_max_side == 4096 and profile.image_max_base64 is None  # 0: no limit (spec's 5 MB is off)
-    assert profile.image_gif_animated is False and profile.image_many_side == 2000  # the rest from spec
+    assert profile.image_max_side == 4096 and profile.image_max_base64 is None  # 0: no limit (Anthropic's 5 MB off)
+    assert profile.image_gif_animated is False and profile.image_many_side == 2000  # the rest from anthropic
     rules = fit_images.rules_of(profile)
     assert rules is not None and rules.limits.formats == frozenset({"png", "jpeg", "webp"})
 
@@ -53,5 +55,28 @@ def test_the_built_ins_carry_the_published_limits() -> None:
     x = BUILTIN["xai"]
     assert x.image_formats == ("jpeg", "png") and x.image_max_bytes == 10 * 1024 * 1024
     assert fit_images.rules_of(BUILTIN["deepseek"]) is None  # its Chat API takes no image at all (omitted)
-    spec = ProfileTable().resolve("gateway.example", 443, None, Dialect.CHAT).profile
-    assert spec.name == "spec" and spec.image_max_base64 == 5_242_880 and spec.image_gif_animated is False
+    for host, name in (("gateway.example", "spec"), ("openrouter.ai", "openrouter")):
+        gateway = ProfileTable().resolve(host, 443, None, Dialect.CHAT).profile
+        assert gateway.name == name and set(gateway.image_formats or ()) == {"jpeg", "png", "gif", "webp"}
+        rules = fit_images.rules_of(gateway)
+        assert rules is not None and rules.limits == Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}))
+        assert (rules.many_count, rules.many_side) == (None, None)  # no vendor's limit on a guess
+
+
+def test_a_learned_vendor_flag_puts_that_vendors_image_limits_on_an_unknown_host() -> None:
+    anthropic = fit_images.rules_of(BUILTIN["anthropic"])
+    openai = fit_images.rules_of(BUILTIN["openai"])
+    assert anthropic is not None and openai is not None and "image_limits_anthropic" in FLAGS
+    table = ProfileTable()
+    learned = table.resolve("llm.gateway.example", 443, None, Dialect.MESSAGES, (("image_limits_anthropic", True),))
+    assert fit_images.rules_of(learned.profile) == anthropic
+    both = table.resolve("llm.gateway.example", 443, None, Dialect.CHAT,
+                         (("image_limits_anthropic", True), ("image_limits_openai", True))).profile
+    rules = fit_images.rules_of(both)
+    assert rules is not None and rules.limits == anthropic.limits.stricter(openai.limits)
+    assert not rules.limits.gif_animated and rules.many_side == 2000
+    # the profiles file still wins over what was learned
+    pinned = parse_table({"hosts": {"llm.gateway.example": {"image_limits_anthropic": False}}})
+    assert fit_images.rules_of(pinned.resolve("llm.gateway.example", 443, None, Dialect.MESSAGES,
+                                              (("image_limits_anthropic", True),)).profile) == \
+        fit_images.rules_of(BUILTIN["spec"])

@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 from mitmproxy import contentviews
 from mitmproxy.proxy.layers.websocket import Fragmentizer
-from mitmproxy.test import taddons, tflow
+from mitmproxy.test import tflow
 from mitmproxy.websocket import WebSocketData, WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
 from llmfix import proxy as proxy_module
-from llmfix.proxy import UPSTREAM, LLMFix
+from llmfix.proxy import UPSTREAM
 from llmfix.report.flowinfo import MESSAGES, SOCKET
 from llmfix.runinfo import Tally
 from llmfix.websocket import ONE_FRAME, ResponsesWebSocket, message_type
+from tests.conftest import llmfix_with
 from tests.upstreams import codex_ws as cx
 from tests.upstreams.ws_mock import function_call, stream_events
 
@@ -32,11 +33,8 @@ GO_ON = {"type": "message", "role": "user", "content": [{"type": "input_text", "
 
 @pytest.fixture
 def addons():
-    fix = LLMFix()
-    ws = ResponsesWebSocket(fix)
-    with taddons.context(fix, ws) as tctx:
-        tctx.configure(fix, llmfix_memory=":memory:")
-        yield fix, ws, tctx
+    with llmfix_with(ResponsesWebSocket) as got:
+        yield got
 
 
 def socket_flow(path: str = "/v1/responses", host: str = "api.openai.com") -> Any:
@@ -224,7 +222,7 @@ async def test_a_large_message_is_repaired_off_the_event_loop(addons, monkeypatc
         threads.append(func)
         return await real(func, *args)
 
-    monkeypatch.setattr(proxy_module.asyncio, "to_thread", spy)
+    monkeypatch.setattr(asyncio, "to_thread", spy)
     f = socket_flow()
     ws.websocket_start(f)
     big = broken()
@@ -251,3 +249,22 @@ async def test_the_launchers_summary_counts_socket_requests_like_http_ones(addon
     tally.count_message(f)  # a server event is no request
     assert tally.summary() == {"http_requests": 2, "llm_requests": 2, "repaired": 1, "mode": "repair",
                                "by_repair": {"pair-tool-calls": 1}}
+
+
+async def test_answers_are_paired_with_their_requests_by_response_id_not_by_order(addons) -> None:
+    """Another addon's injected request is answered in turn too: its answer must not end Codex's request (which
+    stays in the media window until its own answer ends), and an error refusing a request before any response
+    exists goes to the oldest request the server has not begun to answer."""
+    fix, ws, _ = addons
+    f = socket_flow()
+    ws.websocket_start(f)
+    call = cx.call() | {"call_id": "call_unit_9"}
+    await client(ws, f, cx.create([cx.prompt(), call, cx.output() | {"call_id": "call_unit_9"}]))
+    await client(ws, f, cx.create([cx.prompt()]), injected=True)  # another addon's request on the socket
+    ours, theirs = stream_events("resp_ours", "gpt-5.5", []), stream_events("resp_theirs", "gpt-5.5", [])
+    await server(ws, f, ours[:1] + theirs[:1])  # both created: ours first, as sent
+    await server(ws, f, theirs[1:])  # the other addon's request is answered first
+    assert fix.window._ended[f"{f.id}/0"] is None  # ours is still in flight
+    await server(ws, f, ours[1:])
+    assert fix.window._ended[f"{f.id}/0"] is not None
+    assert not ws._sockets[f.id].in_flight

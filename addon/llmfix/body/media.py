@@ -84,12 +84,37 @@ def _remembered(text: str, key: tuple[object, ...], make: Callable[[], MediaRef]
 
 
 def forget() -> None:
-    """Drop the remembered references (and with them the strings they keep alive)."""
+    """Drop the remembered references and digests (and with them the strings they keep alive)."""
     with _cache_lock:
         _cache.clear()
+        _digests.clear()
 
 
 _SLICE = 1 << 20
+_digests: dict[tuple[int, int], tuple[str, bytes, int]] = {}
+
+
+def payload_digest(text: str, start: int = 0) -> tuple[bytes, int]:
+    """The SHA-256 of ``text[start:]`` as UTF-8, and its length in bytes, hashed a slice at a time (never one 10 MB
+    copy holding the GIL). A large one is remembered by the identity of ``text`` until :func:`forget`: one request
+    hashes each image once, for the image cache (``llmfix.images.identify``), its diff lines and its records."""
+    if len(text) - start < _LARGE:
+        piece = text[start:].encode("utf-8", "surrogatepass")
+        return hashlib.sha256(piece).digest(), len(piece)
+    key = (id(text), start)
+    hit = _digests.get(key)
+    if hit is not None and hit[0] is text:
+        return hit[1], hit[2]
+    h, n = hashlib.sha256(), 0
+    for i in range(start, len(text), _SLICE):
+        piece = text[i : i + _SLICE].encode("utf-8", "surrogatepass")
+        h.update(piece)
+        n += len(piece)
+    with _cache_lock:
+        if len(_digests) >= _CACHE_MAX:
+            _digests.clear()
+        _digests[key] = (text, h.digest(), n)
+    return _digests[key][1], n
 
 
 def _ref_for_url(url: str, kind: str) -> MediaRef:
@@ -100,13 +125,9 @@ def _ref_for_url(url: str, kind: str) -> MediaRef:
         meta = url[5:comma]
         if not meta.isascii():
             meta = meta.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-        h, n = hashlib.sha256(), 0
-        for i in range(comma + 1, len(url), _SLICE):  # a slice at a time: never one 10 MB copy holding the GIL
-            piece = url[i : i + _SLICE].encode("utf-8", "surrogatepass")
-            h.update(piece)
-            n += len(piece)
+        sha, n = payload_digest(url, comma + 1)
         size = max(0, n * 3 // 4 - url[-2:].count("=")) if ";base64" in meta else n
-        return MediaRef(kind, meta.split(";", 1)[0] or None, size, h.hexdigest()[:8])
+        return MediaRef(kind, meta.split(";", 1)[0] or None, size, sha.hex()[:8])
     host = urlsplit(url).hostname if "://" in url else None
     return MediaRef(kind, None, None, digest(url), where="url", host=host)
 
@@ -115,7 +136,8 @@ def ref_for_base64(data: str, mime: str | None, kind: str = "image") -> MediaRef
     """Describe a base64 payload (an Anthropic image block's ``data``); remembered like :func:`ref_for_url`."""
     if len(data) < _LARGE:
         return MediaRef(kind, mime, base64_size(data), digest(data))
-    return _remembered(data, (id(data), kind, mime), lambda: MediaRef(kind, mime, base64_size(data), digest(data)))
+    return _remembered(data, (id(data), kind, mime),
+                       lambda: MediaRef(kind, mime, base64_size(data), payload_digest(data)[0].hex()[:8]))
 
 
 def ref_for_file_id(file_id: str, kind: str = "image") -> MediaRef:

@@ -1,11 +1,12 @@
 """Reading an image, within hard bounds: its format from its bytes, then its header, then (only when asked) its
 pixels.
 
-Bounds, checked on the header before a single pixel is decoded: at most :data:`MAX_PIXELS` pixels and
-:data:`MAX_SIDE` pixels a side (a 60 KB PNG can declare 40000×40000 pixels: 6 GB once decoded). Over them an
-image is :class:`~llmfix.images.shape.Refused`: never decoded, and the request goes through unchanged with a
-warning. Only Pillow's plugins for the formats below are ever used (``Image.open(formats=…)``): never the ones
-that run external programs (EPS runs Ghostscript) or read exotic containers.
+Bound, checked before a single pixel is decoded, on the frame as it would really be decoded (a JPEG at the
+reduced scale its target size allows): at most :data:`MAX_PIXELS` pixels (a 60 KB PNG can declare 40000×40000
+pixels: 6 GB once decoded). Its sides are not bounded: a 41000×8 strip is 0.3 megapixels. Over the bound an
+image is :class:`~llmfix.images.shape.Refused`: never decoded, left as it is, with a warning. Only Pillow's
+plugins for the formats below are ever used (``Image.open(formats=…)``): never the ones that run external
+programs (EPS runs Ghostscript) or read exotic containers.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from llmfix.images import svg
 from llmfix.images.shape import Refused, Shape
 
 MAX_PIXELS = 80_000_000
-"""Pixels llmfix decodes at most in one image (~320 MB as RGBA; below Pillow's own bomb warning, 89 MP). The
-largest image Anthropic takes, 8000×8000, is 64 MP."""
-MAX_SIDE = 40_000
-"""Pixels a side llmfix decodes at most (a 40000×1 strip is fine; 40001 px is not)."""
+"""Pixels llmfix decodes at most in one image, whatever its shape: at most 320 MB (Pillow stores a pixel in 4
+bytes at most), below Pillow's own bomb warning (89 MP). The largest image Anthropic takes, 8000×8000, is 64 MP.
+A larger JPEG is decoded at a reduced scale when its target allows (a 108 MP photo for a 2000 px limit: 6.8 MP)."""
 DECODERS = ("PNG", "JPEG", "GIF", "WEBP", "BMP", "TIFF")
 _FORMAT = {"PNG": "png", "JPEG": "jpeg", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tiff"}
 
@@ -91,17 +91,17 @@ def open_image(raw: bytes, b64_length: int) -> Decoded:
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as e:
         raise Undecodable(f"its {fmt.upper()} header cannot be read ({short(e)})") from None
     width, height = im.size
-    check_bounds(width, height)
+    if width <= 0 or height <= 0:
+        raise Undecodable(f"it has no pixels ({width}×{height})")
     frames = _frames(im)
     return Decoded(Shape(_FORMAT.get(im.format or "", fmt), width, height, len(raw), b64_length, frames), raster=im)
 
 
 def check_bounds(width: int, height: int) -> None:
-    if width <= 0 or height <= 0:
-        raise Undecodable(f"it has no pixels ({width}×{height})")
-    if max(width, height) > MAX_SIDE or width * height > MAX_PIXELS:
-        raise Refused(f"image of {width}×{height} px is over llmfix's decoding bound "
-                      f"({MAX_PIXELS // 1_000_000} megapixels, {MAX_SIDE} px a side): not decoded")
+    """Raises :class:`Refused` when decoding ``width``×``height`` pixels is over llmfix's bound."""
+    if width * height > MAX_PIXELS:
+        raise Refused(f"image of {width}×{height} px ({width * height / 1e6:.1f} megapixels decoded) is over "
+                      f"llmfix's decoding bound of {MAX_PIXELS // 1_000_000} megapixels: not decoded")
 
 
 def _frames(im: Any) -> int:
@@ -113,15 +113,19 @@ def _frames(im: Any) -> int:
 
 def load(decoded: Decoded, draft: tuple[int, int] | None = None) -> Any:
     """The image's first frame, decoded (the pixels are checked here: a corrupt or truncated file raises
-    :class:`Undecodable`). ``draft``: a JPEG may be decoded straight at a smaller scale, at least this size."""
+    :class:`Undecodable`; a frame over :data:`MAX_PIXELS` as it would be decoded, :class:`Refused`). ``draft``: a
+    JPEG may be decoded straight at a smaller scale, at least this size."""
     im = decoded.raster
     if decoded.vector is not None:
         raise TypeError("an SVG is rasterized, not loaded")
     try:
         if draft is not None and im.format == "JPEG":
-            im.draft(im.mode if im.mode in ("RGB", "L", "CMYK") else "RGB", draft)
+            im.draft(im.mode if im.mode in ("RGB", "L", "CMYK") else "RGB", draft)  # sets the scale it decodes at
+        check_bounds(*im.size)  # at the size it decodes at
         im.seek(0)
         im.load()
+    except Refused:
+        raise
     except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError) as e:
         raise Undecodable(f"its {decoded.shape.format.upper()} data cannot be decoded ({short(e)})") from None
     return im

@@ -1,5 +1,5 @@
 """The image module's vocabulary: what an image is as an upstream measures it, what an upstream takes, and the
-three answers to "does it fit?".
+four answers to "does it fit?".
 
 An upstream measures an image by its format (the bytes, not the declared type: Anthropic checks one against the
 other), its pixels, its frames (OpenAI takes no animated GIF) and its size — Anthropic's 5 MB limit is on the
@@ -41,10 +41,19 @@ class Limits:
     max_side: int | None = None  # pixels, width and height alike
     gif_animated: bool = True  # False: an animated GIF is not taken (its first frame is sent as a still)
     exact_type: bool = False  # the declared type must be exactly the bytes' type (``image/jpeg``, never ``image/jpg``)
+    undecodable_refused: bool = False  # an image that cannot be decoded is refused (True: every pixel is checked)
 
     def at_most(self, side: int) -> Limits:
         """These limits with pixels capped at ``side`` as well (the many-image rule)."""
-        return replace(self, max_side=side if self.max_side is None else min(self.max_side, side))
+        return replace(self, max_side=lower(self.max_side, side))
+
+    def stricter(self, other: Limits) -> Limits:
+        """What an upstream holding images to both these limits and ``other`` takes: the stricter of each."""
+        formats = other.formats if self.formats is None else self.formats if other.formats is None else \
+            self.formats & other.formats
+        return Limits(formats, lower(self.max_base64, other.max_base64), lower(self.max_bytes, other.max_bytes),
+                      lower(self.max_side, other.max_side), self.gif_animated and other.gif_animated,
+                      self.exact_type or other.exact_type, self.undecodable_refused or other.undecodable_refused)
 
     def takes(self, fmt: str) -> bool:
         return self.formats is None or fmt in self.formats
@@ -55,6 +64,11 @@ class Limits:
         caps = [c for c in (self.max_bytes, self.max_base64 // 4 * 3 if self.max_base64 is not None else None)
                 if c is not None]
         return min(caps) if caps else None
+
+
+def lower(a: int | None, b: int | None) -> int | None:
+    """The stricter of two limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
 
 
 def base64_length(nbytes: int) -> int:
@@ -135,14 +149,25 @@ class Unusable:
     before: Shape | None = None
 
 
-type Result = Fits | Fitted | Unusable
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """Not an image llmfix can read, for an upstream not known to refuse such an image (it may read more formats
+    than llmfix: HEIC, AVIF): send it unchanged."""
+
+    reason: str
+    before: Shape | None = None
+
+
+type Result = Fits | Fitted | Unusable | Unreadable
 
 
 class Refused(BadBody):
     """An image over llmfix's own decoding bounds (a decompression bomb, a huge canvas): not decoded at all; the
-    request goes through unchanged, with the reason in a warning."""
+    image goes through unchanged, with the reason in a warning (a :class:`BadBody`, so that a caller that does not
+    catch it leaves the whole request unchanged rather than fail)."""
 
 
 class WouldBlock(Exception):
-    """Image work (a decode, a conversion) was asked for on the event loop: the caller must run it in a worker
-    thread (``engine.process`` answers ``Outcome("deferred")``, the proxy then runs it again off the loop)."""
+    """Image work (a decode, a conversion) was asked for on the event loop (or in a shared worker thread, see
+    ``images.deferring``): ``engine.process`` answers ``Outcome("deferred")``, and ``llmfix.offload`` runs it
+    again on the image workers."""

@@ -160,7 +160,7 @@ def _view_box(value: str | None) -> tuple[float, float] | None:
 
 def _strip_references(elements: list[ET.Element]) -> int:
     """Remove every ``href`` that is neither a fragment nor an inline raster within bounds; how many were."""
-    from llmfix.images.decode import Undecodable, open_image, sniff
+    from llmfix.images.decode import Undecodable, check_bounds, open_image, sniff
 
     removed = 0
     for el in elements:
@@ -175,7 +175,8 @@ def _strip_references(elements: list[ET.Element]) -> int:
                     raw = b""
                 if sniff(raw) in ("png", "jpeg", "gif", "webp"):  # never an SVG inside an SVG
                     try:
-                        open_image(raw, 0)  # Refused past the bounds, like any image
+                        shape = open_image(raw, 0).shape
+                        check_bounds(shape.width, shape.height)  # resvg decodes it whole: Refused past the bound
                         continue
                     except Undecodable:
                         pass

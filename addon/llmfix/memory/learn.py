@@ -32,7 +32,7 @@ import orjson
 
 from llmfix.body import codec
 from llmfix.memory import learn_anthropic, learn_chat, learn_responses
-from llmfix.memory.learn_base import Assembler
+from llmfix.memory.learn_base import Asked, Assembler
 from llmfix.memory.store import Reasoning, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -48,10 +48,11 @@ def _check_dialect(dialect: str) -> None:
         raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
 
 
-def learn_json_response(dialect: str, body: bytes, *, upstream: str = "",
-                        on_reasoning: OnReasoning | None = None) -> list[ToolCall]:
+def learn_json_response(dialect: str, body: bytes, *, upstream: str = "", on_reasoning: OnReasoning | None = None,
+                        request: Callable[[], Any] | None = None) -> list[ToolCall]:
     """Tool calls in a non-streamed response body (already content-decoded); its :class:`Reasoning` records,
-    stamped with ``upstream``, go to ``on_reasoning``. Never raises."""
+    stamped with ``upstream``, go to ``on_reasoning`` (``request``: the parsed body of the request it answers, read
+    only if a record needs it, see :class:`~llmfix.memory.learn_base.Asked`). Never raises."""
     try:
         _check_dialect(dialect)
         obj = orjson.loads(body)
@@ -60,7 +61,9 @@ def learn_json_response(dialect: str, body: bytes, *, upstream: str = "",
         module = _DIALECT[dialect]
         reasoning_in = getattr(module, "reasoning_in_response", None)
         if on_reasoning is not None and reasoning_in is not None:
-            records = [r if r.upstream else Reasoning(r.kind, r.key, r.value, upstream) for r in reasoning_in(obj)]
+            asked = Asked(upstream, request) if request is not None else Asked(upstream)
+            records = [r if r.upstream else Reasoning(r.kind, r.key, r.value, upstream)
+                       for r in reasoning_in(obj, asked)]
             if records:
                 on_reasoning(records)
         return module.calls_in_response(obj)
@@ -92,7 +95,8 @@ class StreamLearner:
 
     ``on_calls`` receives the calls completed by each chunk (each call id once per stream), and at end
     of stream (``feed(b"")``) whatever is still pending with an id and a name. ``on_reasoning`` receives
-    the :class:`Reasoning` records an assembler reports, each stamped with ``upstream`` when it has none.
+    the :class:`Reasoning` records an assembler reports, each stamped with ``upstream`` when it has none;
+    ``request`` gives the parsed body of the request the stream answers (:class:`~llmfix.memory.learn_base.Asked`).
     """
 
     def __init__(
@@ -105,6 +109,7 @@ class StreamLearner:
         content_encoding: str | None = None,
         max_buffer: int = 8 * 1024 * 1024,
         label: str = "",
+        request: Callable[[], Any] | None = None,
     ) -> None:
         _check_dialect(dialect)
         self.dialect = dialect
@@ -113,7 +118,8 @@ class StreamLearner:
         self.upstream = upstream
         self._max_buffer = max_buffer
         self._label = label or f"{dialect} stream"
-        self._assembler: Assembler = _DIALECT[dialect].Assembler()
+        asked = Asked(upstream, request) if request is not None else Asked(upstream)
+        self._assembler: Assembler = _DIALECT[dialect].Assembler(asked)
         self._buf = bytearray()  # decoded, LF-normalised bytes of the event(s) not yet complete
         self._cr = False  # the previous decoded piece ended in b"\r"
         self._bom_checked = False

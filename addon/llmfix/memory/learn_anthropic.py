@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmfix.memory.learn_anthropic_thinking import ThinkingAssembler, reasoning_in_response
-from llmfix.memory.learn_base import Out, dicts, json_text
+from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import ToolCall
 
 __all__ = ["Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
@@ -43,7 +43,7 @@ def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list
 class Assembler:
     """``tool_use`` content blocks; ``input_json_delta`` fragments joined per block index."""
 
-    def __init__(self) -> None:
+    def __init__(self, asked: Asked | None = None) -> None:  # what is learned here needs nothing of the request
         # block index -> [id, name, input (from content_block_start), fragments]
         self._pending: dict[Any, list[Any]] = {}
         self._thinking = ThinkingAssembler()

@@ -16,9 +16,10 @@ Kinds of :class:`~llmfix.memory.store.Reasoning` records (the second is taught b
   signature, or of its data), ``value`` the model that issued it, ``upstream`` the upstream that answered.
 - ``messages.foreign_thinking``: ``key`` is ``<block_key>@<upstream>``: that upstream rejected the block (named
   by ``messages.N.content.M``); ``value`` says by which rule and where. Beside them one marker per upstream,
-  ``key`` ``@<upstream>``, ``value`` the key of the last block it taught: a request to an upstream that never
-  rejected a block asks one key, not one per block, and a continued session sees from its value whether a
-  rejection came since its older blocks were judged.
+  ``key`` ``@<upstream>``, ``value`` new with every block taught (``retry/reasoning_facts.lesson``: when, a count,
+  a digest of the block): a request to an upstream that never rejected a block asks one key, not one per block,
+  and a continued session sees from its value whether a rejection came since its older blocks were judged — also
+  when a block taught before is taught again after another.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from llmfix.memory.learn_base import Out, dicts
+from llmfix.memory.learn_base import Asked, Out, dicts
 from llmfix.memory.store import Reasoning
 
 SIGNED = "messages.signature"
@@ -65,7 +66,7 @@ def _record(block: Mapping[str, Any], model: str) -> list[Reasoning]:
     return [Reasoning(SIGNED, key, model)] if key is not None else []
 
 
-def reasoning_in_response(obj: dict[str, Any]) -> list[Reasoning]:
+def reasoning_in_response(obj: dict[str, Any], asked: Asked | None = None) -> list[Reasoning]:
     model = _text(obj.get("model"))
     return [r for block in dicts(obj.get("content")) for r in _record(block, model)]
 

@@ -1,8 +1,11 @@
-"""What the per-dialect learners share: the assembler protocol and two small JSON helpers."""
+"""What the per-dialect learners share: the assembler protocol, what a learner knows of the request it answers,
+and two small JSON helpers."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from llmfix.memory.store import Reasoning, ToolCall
@@ -22,6 +25,20 @@ def json_text(value: Any) -> str:
 
 def dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _unknown() -> Any:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a learner knows of the request whose answer it reads: the upstream that answers it (``host:port/dialect``)
+    and ``body()``, the request's parsed JSON body (None when it cannot be read), read only by a learner that needs
+    it and only when it does (a Chat turn that made no tool call is known by the message it answered)."""
+
+    upstream: str = ""
+    body: Callable[[], Any] = _unknown
 
 
 class Assembler(Protocol):

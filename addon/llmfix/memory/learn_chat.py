@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmfix.memory.learn_base import Out, dicts, json_text
-from llmfix.memory.learn_chat_reasoning import ReasoningAssembler, reasoning_in_response
-from llmfix.memory.store import ToolCall
+from llmfix.memory.learn_base import Asked, Out, dicts, json_text
+from llmfix.memory.learn_chat_reasoning import ReasoningAssembler, records
+from llmfix.memory.store import Reasoning, ToolCall
 
 __all__ = ["Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
 
@@ -42,6 +42,19 @@ def calls_in_response(obj: dict[str, Any]) -> list[ToolCall]:
     return [c for c in calls if c is not None]
 
 
+def reasoning_in_response(obj: dict[str, Any], asked: Asked) -> list[Reasoning]:
+    """The reasoning of each choice of a JSON answer, keyed by its tool calls (or its text)."""
+    out: list[Reasoning] = []
+    for choice in dicts(obj.get("choices")):
+        message = choice.get("message")
+        if not isinstance(message, dict) or not isinstance(reasoning := message.get("reasoning_content"), str):
+            continue
+        calls = [c for tc in dicts(message.get("tool_calls")) if (c := _chat_call(tc)) is not None]
+        content = message.get("content")
+        out += records(reasoning, calls, content if isinstance(content, str) else "", asked)
+    return out
+
+
 def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list[ToolCall]:
     calls = [
         _chat_call(tc)
@@ -56,17 +69,16 @@ def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list
 class Assembler:
     """``choices[i].delta.tool_calls[]`` reassembled by (choice index, tool-call index)."""
 
-    def __init__(self) -> None:
+    def __init__(self, asked: Asked | None = None) -> None:
         # (choice index, tool-call index) -> [id, name, argument fragments, kind]
         self._pending: dict[tuple[Any, Any], list[Any]] = {}
-        self._reasoning = ReasoningAssembler()
+        self._reasoning = ReasoningAssembler(asked or Asked())
 
     def wants(self, event: bytes) -> bool:
         return (b"tool_calls" in event or (bool(self._pending) and b"finish_reason" in event)
                 or self._reasoning.wants(event))
 
     def on_event(self, data: Any, out: Out) -> None:
-        self._reasoning.on_event(data, out)
         for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
             ci = choice.get("index", 0)
             delta = choice.get("delta")
@@ -75,6 +87,7 @@ class Assembler:
                     self._add(ci, tc.get("index", pos), tc, out)
             if choice.get("finish_reason"):
                 self._emit([k for k in self._pending if k[0] == ci], out)
+        self._reasoning.on_event(data, out)  # after the calls: a choice's reasoning is keyed by the calls it made
 
     def _add(self, ci: Any, ti: Any, tc: dict[str, Any], out: Out) -> None:
         key = (ci, ti)
@@ -101,7 +114,9 @@ class Assembler:
         for key in keys:  # insertion order: the order the calls began
             call_id, name, pieces, kind = self._pending.pop(key)
             if call_id and name:
-                out.append(ToolCall(call_id, name, "".join(pieces), "chat", kind))
+                call = ToolCall(call_id, name, "".join(pieces), "chat", kind)
+                out.append(call)
+                self._reasoning.called(key[0], call)
 
     def finish(self, out: Out) -> None:
         self._emit(list(self._pending), out)

@@ -5,72 +5,97 @@ DeepSeek's and Kimi's Chat APIs answer in thinking mode with the model's reasoni
 stream — and want it back, byte for byte, when the turn is replayed (session-killers §3.1). Clients lose it
 (Droid BYOK strips it, opencode sends ``""``); restore-reasoning-content gives it back from what this learns.
 
-One kind of :class:`~llmfix.memory.store.Reasoning` record:
+One kind of :class:`~llmfix.memory.store.Reasoning` record, ``chat.reasoning_content``: ``value`` is the reasoning
+text exactly as the answer carried it (pieces joined), ``upstream`` the upstream that answered. ``key`` recognises
+the turn when its session sends it back, and only there — a reasoning given to another session's request would
+hand it another user's thoughts:
 
-- ``chat.reasoning_content``: ``value`` is the reasoning text exactly as the answer carried it (pieces joined),
-  ``upstream`` the upstream that answered. ``key`` recognises the turn when the client sends it back: each tool
-  call id of the turn (one record per id, the same value), or, for a turn that made no call, ``content:`` and
-  the sha256 of its text (only for a text of at least :data:`MIN_CONTENT` characters: a short text such as
-  "Done." may be another session's turn). A turn that gave no reasoning gives no record.
+- a turn that made tool calls: one key per call, :func:`call_key` — the upstream, the call id, and the call's
+  declaration (name, kind, arguments as compared, :mod:`llmfix.memory.fingerprint`). The id alone is not enough:
+  Kimi numbers its ids within a conversation (``functions.bash:0`` is every session's first ``bash`` call);
+- a turn that made none: :func:`text_key` — the upstream, the turn's text, and :func:`context` of the message it
+  answered (the last message of the request the answer came for: the user's words or the tool result it followed,
+  which the replayed turn's preceding message is). A text alone is not enough: DeepSeek opens many sessions alike
+  ("Let me look at the file structure first."). A turn with no text, or whose request llmfix could not read, gets
+  no record.
+
+Two sessions may still make the same key (the same first command on Kimi, the same words to the same greeting):
+the kind is single-valued (:data:`llmfix.memory.store.SINGLE_VALUED`), so a key noted again with another reasoning
+is ambiguous and never restored from. A turn that gave no reasoning gives no record.
 """
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Iterable
 from typing import Any
 
-from llmfix.memory.learn_base import Out, dicts
-from llmfix.memory.store import Reasoning
+from llmfix.memory.fingerprint import declaration, digest
+from llmfix.memory.learn_base import Asked, Out, dicts
+from llmfix.memory.store import Reasoning, ToolCall
 
 KIND = "chat.reasoning_content"
-MIN_CONTENT = 24
-"""A turn without tool calls is keyed by its text only from this length on (shorter ones repeat across sessions)."""
 
 
-def content_key(text: str) -> str | None:
-    """The key of a turn that made no call, from its text (None: too short to tell turns apart)."""
-    if len(text) < MIN_CONTENT:
+def call_key(upstream: str, call_id: str, name: str, kind: str, arguments: str) -> str:
+    """The key of a turn by one of its tool calls."""
+    return "call " + digest(upstream, call_id, declaration(name, kind, arguments))
+
+
+def context(role: str, text: str, tool_call_id: str | None) -> str:
+    """What a message says, as a turn that answered it is known by: its role, the call it answers, its text."""
+    return digest(role, tool_call_id or "", text.strip())
+
+
+def text_key(upstream: str, text: str, before: str) -> str:
+    """The key of a turn that made no tool call: its text, after the message of :func:`context` ``before``."""
+    return "text " + digest(upstream, text.strip(), before)
+
+
+def raw_text(content: Any) -> str:
+    """The text of a request message's ``content`` (a string, or the ``text`` parts joined by newlines)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p["text"] for p in dicts(content) if p.get("type") == "text" and isinstance(p.get("text"), str))
+
+
+def last_context(body: Any) -> str | None:
+    """:func:`context` of the last message of a Chat request body; None when it has none."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, dict) or not isinstance(role := last.get("role"), str):
         return None
-    return "content:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    call_id = last.get("tool_call_id")
+    return context(role, raw_text(last.get("content")), call_id if isinstance(call_id, str) else None)
 
 
-def turn_keys(call_ids: list[str], text: str) -> list[str]:
-    """The keys a turn is recognised by: its tool call ids, else its text's."""
-    if call_ids:
-        return list(dict.fromkeys(call_ids))
-    key = content_key(text)
-    return [key] if key else []
-
-
-def records(reasoning: str, call_ids: list[str], text: str) -> list[Reasoning]:
+def records(reasoning: str, calls: Iterable[ToolCall], text: str, asked: Asked) -> list[Reasoning]:
+    """The records of one answered turn (none when it carried no reasoning)."""
     if not reasoning:
         return []
-    return [Reasoning(KIND, key, reasoning) for key in turn_keys(call_ids, text)]
-
-
-def reasoning_in_response(obj: dict[str, Any]) -> list[Reasoning]:
-    """The reasoning of each choice of a JSON answer, keyed by its tool call ids (or its text)."""
-    out: list[Reasoning] = []
-    for choice in dicts(obj.get("choices")):
-        message = choice.get("message")
-        if not isinstance(message, dict) or not isinstance(reasoning := message.get("reasoning_content"), str):
-            continue
-        ids = [tc["id"] for tc in dicts(message.get("tool_calls")) if isinstance(tc.get("id"), str) and tc["id"]]
-        content = message.get("content")
-        out += records(reasoning, ids, content if isinstance(content, str) else "")
-    return out
+    up = asked.upstream
+    keys = list(dict.fromkeys(call_key(up, c.call_id, c.name, c.kind, c.arguments) for c in calls))
+    if not keys and text.strip() and (before := last_context(asked.body())) is not None:
+        keys = [text_key(up, text, before)]
+    return [Reasoning(KIND, key, reasoning, up) for key in keys]
 
 
 class ReasoningAssembler:
-    """``choices[i].delta`` reasoning and content pieces, and the ids of the calls they went with, per choice;
-    each choice's records at its ``finish_reason`` (or at the end of the stream)."""
+    """``choices[i].delta`` reasoning and content pieces per choice, and the calls the choice made (handed over by
+    the Chat assembler as it completes them); each choice's records at its ``finish_reason`` (or at the end of the
+    stream)."""
 
-    def __init__(self) -> None:
-        self._pending: dict[Any, tuple[list[str], list[str], list[str]]] = {}  # index → (reasoning, text, ids)
+    def __init__(self, asked: Asked) -> None:
+        self._asked = asked
+        self._pending: dict[Any, tuple[list[str], list[str]]] = {}  # index → (reasoning, text)
+        self._calls: dict[Any, list[ToolCall]] = {}
 
     def wants(self, event: bytes) -> bool:
-        """Reasoning begins a choice worth following; after that its content, calls and end matter too."""
+        """Reasoning begins a choice worth following; after that its content and end matter too."""
         return b"reasoning_content" in event or bool(self._pending)
+
+    def called(self, index: Any, call: ToolCall) -> None:
+        """Choice ``index`` made ``call`` (complete)."""
+        self._calls.setdefault(index, []).append(call)
 
     def on_event(self, data: Any, out: Out) -> None:
         for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
@@ -79,26 +104,28 @@ class ReasoningAssembler:
             if isinstance(delta, dict):
                 piece = delta.get("reasoning_content")
                 if isinstance(piece, str) and piece and index not in self._pending:
-                    self._pending[index] = ([], [], [])
+                    self._pending[index] = ([], [])
                 entry = self._pending.get(index)
                 if entry is not None:
                     if isinstance(piece, str):
                         entry[0].append(piece)
                     if isinstance(text := delta.get("content"), str):
                         entry[1].append(text)
-                    entry[2].extend(tc["id"] for tc in dicts(delta.get("tool_calls"))
-                                    if isinstance(tc.get("id"), str) and tc["id"] and tc["id"] not in entry[2])
-            if choice.get("finish_reason") and index in self._pending:
-                self._emit(index, out)
+            if choice.get("finish_reason"):
+                self._end(index, out)
 
-    def _emit(self, index: Any, out: Out) -> None:
-        reasoning, text, ids = self._pending.pop(index)
-        out.extend(records("".join(reasoning), ids, "".join(text)))
+    def _end(self, index: Any, out: Out) -> None:
+        calls = self._calls.pop(index, [])
+        if index in self._pending:
+            reasoning, text = self._pending.pop(index)
+            out.extend(records("".join(reasoning), calls, "".join(text), self._asked))
 
     def finish(self, out: Out) -> None:
         for index in list(self._pending):
-            self._emit(index, out)
+            self._end(index, out)
+        self._calls.clear()
 
     def forget_partial(self) -> None:
         """An event was lost: a piece of the reasoning may be missing, and a partial one must never be given back."""
         self._pending.clear()
+        self._calls.clear()

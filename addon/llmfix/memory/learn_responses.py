@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from llmfix.memory.learn_base import Out, dicts, json_text
+from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
 
 ORDER = "responses.order"
@@ -158,7 +158,7 @@ def reasoning_in_output(output: list[dict[str, Any]]) -> list[Reasoning]:
     return records
 
 
-def reasoning_in_response(obj: dict[str, Any]) -> list[Reasoning]:
+def reasoning_in_response(obj: dict[str, Any], asked: Asked | None = None) -> list[Reasoning]:
     """The reasoning records of a non-streamed answer."""
     return reasoning_in_output(dicts(obj.get("output")))
 
@@ -175,7 +175,7 @@ class Assembler:
     _DONE_EVENTS = ("response.function_call_arguments.done", "response.custom_tool_call_input.done")
     _FINAL_EVENTS = ("response.completed", "response.incomplete")
 
-    def __init__(self) -> None:
+    def __init__(self, asked: Asked | None = None) -> None:  # what is learned here needs nothing of the request
         # item key -> [call_id, name, argument fragments, kind]
         self._pending: dict[str, list[Any]] = {}
         self._by_index: dict[Any, str] = {}

@@ -5,6 +5,12 @@ JSON string of Chat/Responses, the JSON text of an Anthropic ``input``), its dia
 unix time it was last seen. untangle-tool-run reads it to give an orphaned tool result its
 declaration back; the calls come from streamed/JSON responses (``learn.py``) and from request histories.
 
+One id, one declaration: an id seen again with another name, kind or arguments (compared by what they say,
+:func:`llmfix.memory.fingerprint.declaration`: a client re-writing the model's JSON is the same call) is
+ambiguous — its row keeps an empty name, :meth:`SqliteStore.lookup` never gives it back, and it stays so while it
+is seen again, until it expires. Kimi numbers its ids within a conversation (``functions.bash:0`` is every
+session's first ``bash`` call), so the last writer's declaration would go into another session's history.
+
 Why SQLite: the call that a broken client later forgets was issued one turn earlier, possibly before
 a proxy restart. A WAL-mode SQLite file under mitmproxy's confdir keeps it across restarts and
 ``kill -9`` (every write is one transaction; a crash loses at most the transaction in flight and never
@@ -31,7 +37,8 @@ from collections.abc import Callable, Iterable
 from itertools import batched
 from typing import Any
 
-from llmfix.memory.sqlite_db import SCHEMA_VERSION, SqliteDb, Use
+from llmfix.memory.fingerprint import declaration
+from llmfix.memory.sqlite_db import IN_CHUNK, SCHEMA_VERSION, SqliteDb, Use
 from llmfix.memory.store import MemoryStoreError, ToolCall
 
 __all__ = ["MAX_ARGUMENTS_CHARS", "SCHEMA_VERSION", "SqliteStore"]
@@ -39,7 +46,6 @@ __all__ = ["MAX_ARGUMENTS_CHARS", "SCHEMA_VERSION", "SqliteStore"]
 MAX_ARGUMENTS_CHARS = 1 << 20
 PRUNE_EVERY_INSERTS = 1000
 PRUNE_INTERVAL_S = 60.0
-_LOOKUP_CHUNK = 500  # well below SQLite's host-parameter limit
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tool_calls (
@@ -92,24 +98,22 @@ class SqliteStore:
     # -- public API ---------------------------------------------------------------------------
 
     def remember(self, calls: Iterable[ToolCall]) -> int:
-        """Upsert calls (a re-seen call refreshes ``seen_at``) in one transaction; returns rows written."""
+        """Upsert calls (a re-seen call refreshes ``seen_at``; one with another declaration under a known id makes
+        it ambiguous) in one transaction; returns rows written."""
         now = self._clock()
-        rows = [
-            (c.call_id, c.name, c.arguments, c.dialect, c.kind, now)
-            for c in calls
-            if c.call_id and len(c.arguments) <= MAX_ARGUMENTS_CHARS
-        ]
-        if not rows:
+        fresh = [c for c in calls if c.call_id and len(c.arguments) <= MAX_ARGUMENTS_CHARS]
+        if not fresh:
             return 0
 
         def body(cur: Any) -> int:
+            rows = _settled(cur, fresh, now, now - self.max_age_s)
             written = cur.executemany(_UPSERT, rows).rowcount
             self._written_since_prune += written
             if self._written_since_prune >= PRUNE_EVERY_INSERTS or now - self._last_prune >= PRUNE_INTERVAL_S:
                 self._prune(cur, now)  # in the same transaction: a write and its bound commit together
             return written
 
-        return self.db.write(f"remember {len(rows)} call(s)", body, 0)
+        return self.db.write(f"remember {len(fresh)} call(s)", body, 0)
 
     def lookup(self, call_ids: Iterable[str]) -> dict[str, ToolCall]:
         """The known, unexpired calls among ``call_ids``; unknown ids are simply absent."""
@@ -118,18 +122,9 @@ class SqliteStore:
             return {}
         cutoff = self._clock() - self.max_age_s
 
-        def body(conn: Any) -> dict[str, ToolCall]:
-            found: dict[str, ToolCall] = {}
-            for chunk in batched(ids, _LOOKUP_CHUNK):
-                sql = (
-                    "SELECT call_id, name, arguments, dialect, kind FROM tool_calls "
-                    f"WHERE call_id IN ({','.join('?' * len(chunk))}) AND seen_at >= ?"
-                )
-                for row in conn.execute(sql, (*chunk, cutoff)):
-                    found[row[0]] = ToolCall(*row)
-            return found
-
-        return self.db.read("look up calls", body, {})
+        rows = self.db.select_in("look up calls", "SELECT call_id, name, arguments, dialect, kind FROM tool_calls "
+                                 "WHERE seen_at >= ? AND name != '' AND call_id IN", (cutoff,), ids)
+        return {row[0]: ToolCall(*row) for row in rows}
 
     def prune(self) -> int:
         """Delete expired rows, then the oldest beyond ``max_entries``; returns rows deleted."""
@@ -164,3 +159,23 @@ class SqliteStore:
         self._written_since_prune = 0
         self._last_prune = now
         return deleted
+
+
+def _settled(cur: Any, calls: list[ToolCall], now: float, cutoff: float) -> list[tuple[Any, ...]]:
+    """The rows to upsert for ``calls``: each as it is, or ambiguous (an empty name and arguments) when its id is
+    held — unexpired in the table, or earlier in ``calls`` — with another declaration, or is ambiguous already."""
+    ids = list(dict.fromkeys(c.call_id for c in calls))
+    held: dict[str, tuple[str, str, str]] = {}
+    for chunk in batched(ids, IN_CHUNK):
+        held |= {row[0]: row[1:] for row in cur.execute(
+            "SELECT call_id, name, kind, arguments FROM tool_calls WHERE seen_at >= ? AND call_id IN "
+            f"({','.join('?' * len(chunk))})", (cutoff, *chunk))}
+    rows: list[tuple[Any, ...]] = []
+    for c in calls:
+        old = held.get(c.call_id)
+        mine = (c.name, c.kind, c.arguments)
+        if old is not None and old != mine and (not old[0] or declaration(*old) != declaration(*mine)):
+            mine = ("", c.kind, "")
+        held[c.call_id] = mine
+        rows.append((c.call_id, mine[0], mine[2], c.dialect, c.kind, now))
+    return rows

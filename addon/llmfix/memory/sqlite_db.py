@@ -28,12 +28,16 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from itertools import batched
 from pathlib import Path
+from typing import Any
 
 from llmfix.memory.store import MemoryStoreError
 
 logger = logging.getLogger("llmfix.memory.sqlite")
 
+IN_CHUNK = 500
+"""Keys bound per ``IN (…)`` query (SQLite's host-parameter limit is 999 in old builds)."""
 SCHEMA_VERSION = 1
 """The file's ``user_version``. New tables do not change it: an older llmfix opening the file ignores them."""
 
@@ -100,6 +104,18 @@ class SqliteDb:
             except sqlite3.Error as e:
                 logger.warning("llmfix memory %s: cannot %s: %s", self.path, what, e)
                 return default
+
+    def select_in(self, what: str, sql: str, params: tuple[Any, ...], keys: list[str]) -> list[tuple[Any, ...]]:
+        """The rows of ``sql`` (ending in ``IN`` without its list) with ``params`` then each of ``keys`` bound,
+        ``keys`` a few hundred at a time (well below SQLite's host-parameter limit); [] with a warning on error."""
+
+        def body(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = []
+            for chunk in batched(keys, IN_CHUNK):
+                rows += conn.execute(f"{sql} ({','.join('?' * len(chunk))})", (*params, *chunk)).fetchall()
+            return rows
+
+        return self.read(what, body, [])
 
     # -- internals -----------------------------------------------------------------------------
 

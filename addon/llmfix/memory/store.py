@@ -3,9 +3,11 @@
 Repairs, learners and the proxy see memory only through these protocols, so a backend (the embedded
 SQLite file today, a shared store later) plugs in without touching them:
 
-- :class:`CallStore` — tool calls by call id (``remember`` / ``lookup``), bounded by age and count.
-  Repairs read it through :class:`llmfix.repairs.base.CallMemory` (``lookup`` only); the learners and
-  the proxy write to it through :class:`llmfix.memory.recall.Recall`.
+- :class:`CallStore` — tool calls by call id (``remember`` / ``lookup``), bounded by age and count. An id
+  remembered with two different declarations (:func:`llmfix.memory.fingerprint.declaration`: two sessions of a
+  vendor that numbers its ids per conversation, Kimi's ``functions.bash:0``) is ambiguous: ``lookup`` never
+  gives it back, until it expires. Repairs read it through :class:`llmfix.repairs.base.CallMemory` (``lookup``
+  only); the learners and the proxy write to it through :class:`llmfix.memory.recall.Recall`.
 - :class:`MediaStore` — the tool-result media of requests in flight (``observe`` / ``finish`` /
   ``correlated``), what restore-tool-media puts back; :class:`llmfix.memory.media_window.MediaWindow`
   is the in-process implementation.
@@ -107,16 +109,24 @@ class Reasoning:
     """One fact an upstream's answer gave about a model's reasoning, kept to judge or restore a later request.
 
     ``kind`` says what it is and how ``key`` and ``value`` read, one kind per fact the reasoning repairs need
-    (the learners and repairs that use a kind define it, e.g. the reasoning text of a Chat turn keyed by its
-    tool call id, the model that signed an Anthropic thinking block keyed by a hash of its signature, the
-    Responses reasoning item an output item followed). One record per (kind, key): a later one replaces it.
-    ``upstream`` names who issued it, ``"host:port/dialect"`` (the same on every transport), so a verdict
-    for one upstream is never taken for another's. Never a header or a key: only what the model produced."""
+    (the learners and repairs that use a kind define it, e.g. the reasoning text of a Chat turn keyed by a digest
+    of its upstream and tool calls, the model that signed an Anthropic thinking block keyed by a hash of its
+    signature, the Responses reasoning item an output item followed). One record per (kind, key): a later one
+    replaces it, except in a :data:`SINGLE_VALUED` kind. ``upstream`` names who issued it, ``"host:port/dialect"``
+    (the same on every transport), so a verdict for one upstream is never taken for another's. Never a header or a
+    key: only what the model produced."""
 
     kind: str
     key: str
     value: str
     upstream: str = ""
+
+
+SINGLE_VALUED = frozenset({"chat.reasoning_content"})
+"""Kinds whose key must name one value: what is given back from them goes into a request as it is (the reasoning of
+a Chat turn), so a key noted again with another value or upstream — two sessions that made the same key — is
+ambiguous and never recalled again (until it expires), instead of handing one session's record to the other. Other
+kinds are replaced by a later record (a marker is meant to change)."""
 
 
 def upstream_id(host: str, port: int | None, dialect: str) -> str:
@@ -128,11 +138,12 @@ class ReasoningStore(Protocol):
     """:class:`Reasoning` records by (kind, key), bounded by the memory's age and size like the tool calls."""
 
     def note(self, records: Iterable[Reasoning]) -> int:
-        """Store (or refresh) these records; the number written."""
+        """Store (or refresh) these records (a key of a :data:`SINGLE_VALUED` kind noted with another value turns
+        ambiguous); the number written."""
         ...
 
     def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
-        """The records of ``kind`` known for these keys (unknown and expired keys are absent)."""
+        """The records of ``kind`` known for these keys (unknown, ambiguous and expired keys are absent)."""
         ...
 
     def close(self) -> None: ...

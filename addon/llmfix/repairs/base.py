@@ -6,6 +6,7 @@ objects for everything else, and an empty change list exactly when nothing chang
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,16 +41,27 @@ certain that the repair changes nothing (see :mod:`llmfix.repairs.settled`)."""
 
 @dataclass(frozen=True, slots=True)
 class Repair:
+    """A repair as the pipeline sees it. Declared in its module as ``REPAIR = Repair(NAME, _apply, needles=…, …)``:
+    its dialects are its needles' unless given, its documentation is its module's docstring unless given."""
+
     name: str
-    dialects: frozenset[Dialect]
     apply: Apply
-    wanted: Callable[[Profile, Dialect], bool] = lambda _profile, _dialect: True
-    """Cheap check on the profile alone: False means this repair cannot change anything for it."""
     needles: Mapping[Dialect, tuple[bytes, ...]] = field(default_factory=dict)
     """Per dialect, byte strings at least one of which a body must contain for this repair to apply."""
-    doc: str = ""
+    wanted: Callable[[Profile, Dialect], bool] = lambda _profile, _dialect: True
+    """Cheap check on the profile alone: False means this repair cannot change anything for it."""
     extend: Extend | None = None
     """The repair's certain no-change check, continued turn after turn (None: the repair always runs)."""
+    dialects: frozenset[Dialect] = frozenset()
+    """The dialects it applies to (empty: those of its needles)."""
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.dialects:
+            object.__setattr__(self, "dialects", frozenset(self.needles))
+        if not self.doc:
+            module = sys.modules.get(getattr(self.apply, "__module__", ""))
+            object.__setattr__(self, "doc", (module.__doc__ if module is not None else None) or "")
 
     def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable) -> bool:
         if dialect not in self.dialects or not self.wanted(profile, dialect):

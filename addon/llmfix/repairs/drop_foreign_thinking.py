@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix.memory.learn_anthropic_thinking import FOREIGN, SIGNED, TYPES, block_key, fact_key, marker_key
-from llmfix.profiles import Profile
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
@@ -260,16 +259,4 @@ def _extend(state: Seen | None, items: list[Any], start: int, ctx: Context) -> S
     return dataclasses.replace(seen, judged=judged)
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.MESSAGES
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.MESSAGES: (b"thinking",)},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.MESSAGES: (b"thinking",)}, extend=_extend)

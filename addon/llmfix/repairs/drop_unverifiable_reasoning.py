@@ -139,4 +139,4 @@ def _extend(state: ri.Marked | None, items: list[Any], start: int, ctx: Context)
     return ri.Marked(now)
 
 
-REPAIR = ri.repair(NAME, _apply, _extend, __doc__)
+REPAIR = ri.repair(NAME, _apply, _extend)

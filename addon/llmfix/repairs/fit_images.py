@@ -24,11 +24,20 @@ Repair, where the profile has image limits (``image_*``, see profiles.py): each 
 is fitted by :mod:`llmfix.images`: downscaled to the pixel limit keeping its aspect ratio, re-encoded to meet the
 byte limit as the upstream measures it, converted from a format it refuses (an SVG rasterized, an animated GIF's
 first frame), or only given its true media type. The many-image limit is counted over the whole request, as the
-upstream counts (every image block, those by URL too). An image that cannot be decoded or made to fit becomes a
-short visible text in its place, naming it and why, with a ``dropped`` record. Images by URL or file id cannot be
-fitted and are left as they are; one over llmfix's own decoding bounds (a decompression bomb) leaves the whole
-request unchanged, with a warning. The same image is converted once: the next turn gets the very same bytes
-from the image cache.
+upstream counts (every image block, those by URL too). An image that cannot be made to fit becomes a short
+visible text in its place, naming it and why, with a ``dropped`` record; so does one that cannot be decoded, for
+an upstream that refuses such an image (``image_undecodable_refused``); elsewhere it goes as it is (an upstream
+may read formats llmfix does not: HEIC, AVIF). Images by URL or file id cannot be fitted and are left as they
+are; so is one over llmfix's own decoding bounds (a decompression bomb), byte for byte, with a warning naming the
+flow and why: every other image and every other repair go on as usual. The same image is converted once: the
+next turn gets the very same bytes from the image cache.
+
+An upstream llmfix has no profile for (``spec``: Gemini's OpenAI-compatible API, Ollama, vLLM, a company
+gateway) is assumed to take what the client sends: only what no upstream takes is converted (SVG, BMP, TIFF to
+PNG). A gateway in front of Claude or GPT names its vendor in its first rejection of an image (Anthropic's
+``image exceeds 5 MB maximum``, OpenAI's ``does not represent a valid image``…): repair-and-retry learns that
+vendor's limits for it (``image_limits_anthropic``, ``image_limits_openai``), resends once, and from then on its
+images are fitted up front.
 
 Runs after omit-unsupported-media (an image the model cannot take at all is already a placeholder, not worth
 fitting) and before flatten-tool-text (a placeholder put in a Chat tool message is a text part it may join).
@@ -36,14 +45,16 @@ fitting) and before flatten-tool-text (a placeholder put in a Chat tool message 
 
 from __future__ import annotations
 
-import weakref
+import functools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from llmfix import images
-from llmfix.images import Fits, Fitted, Limits, Unusable
-from llmfix.profiles import Profile
+from llmfix.images import Fits, Fitted, Limits, Unreadable, Unusable
+from llmfix.images.shape import lower
+from llmfix.profiles import VENDOR_IMAGES, Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
@@ -55,6 +66,7 @@ from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
 
 NAME = "fit-images"
+logger = logging.getLogger("llmfix")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,23 +83,43 @@ class Rules:
             return self.limits.at_most(self.many_side)
         return self.limits
 
+    def stricter(self, other: Rules) -> Rules:
+        """The rules of an upstream that holds images to both these and ``other`` (the stricter of each)."""
+        limits = self.limits.stricter(other.limits)
+        if self.many_side is None:
+            return Rules(limits, other.many_count, other.many_side)
+        if other.many_side is None:
+            return Rules(limits, self.many_count, self.many_side)
+        return Rules(limits, lower(self.many_count, other.many_count), min(self.many_side, other.many_side))
+
 
 def rules_of(profile: Profile) -> Rules | None:
-    """The image rules of a profile; None when it has none (the repair has nothing to do)."""
+    """The image rules of a profile, its learned vendor limits included; None when it has none (the repair has
+    nothing to do)."""
+    return _rules_of(profile)
+
+
+@functools.lru_cache(maxsize=256)
+def _rules_of(profile: Profile) -> Rules | None:
+    rules = _own_rules(profile)
+    for flag, fields in VENDOR_IMAGES.items():
+        if getattr(profile, flag):
+            vendor = _own_rules(Profile(name=flag, **fields))
+            assert vendor is not None
+            rules = vendor if rules is None else rules.stricter(vendor)
+    return rules
+
+
+def _own_rules(profile: Profile) -> Rules | None:
     limits = Limits(
         formats=frozenset(profile.image_formats) if profile.image_formats is not None else None,
         max_base64=profile.image_max_base64, max_bytes=profile.image_max_bytes, max_side=profile.image_max_side,
-        gif_animated=profile.image_gif_animated, exact_type=profile.image_media_type_checked)
+        gif_animated=profile.image_gif_animated, exact_type=profile.image_media_type_checked,
+        undecodable_refused=profile.image_undecodable_refused)
     many = (profile.image_many_count, profile.image_many_side) if profile.image_many_side else (None, None)
     if limits == Limits() and many == (None, None):
         return None
     return Rules(limits, *many)
-
-
-_IDENTS: dict[int, tuple[weakref.ref[Any], tuple[bytes, int]]] = {}
-"""An image part's payload identity (``images.identify``), by the part: a part is frozen, and the next turn of a
-session reuses the very part objects of the turn before (body/prefix.py), so its image is hashed once, not on
-every turn. An entry goes when its part does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,20 +143,9 @@ class Slot:
         return images.fit(lambda: self.payload, self.declared, limits, is_base64=self.is_base64, ident=self.ident())
 
     def ident(self) -> tuple[bytes, int]:
-        key = id(self.part)
-        known = _IDENTS.get(key)
-        if known is not None and known[0]() is self.part:
-            return known[1]
-        ident = images.identify(self.payload)
-        _IDENTS[key] = (weakref.ref(self.part, lambda ref, key=key: _forget(key, ref)), ident)
-        return ident
-
-
-def _forget(key: int, ref: weakref.ref[Any]) -> None:
-    """Drop a dead part's entry. No lock: the callback may run in any thread, in the middle of anything (a garbage
-    collection); at worst it drops a newer part's entry for a reused id, which is then hashed again."""
-    if (known := _IDENTS.get(key)) is not None and known[0] is ref:
-        _IDENTS.pop(key, None)
+        """The payload's identity for the image cache: hashed once a request (the certain check, the repair and
+        the log references share it), and again on each turn, whose parts are parsed anew."""
+        return images.identify(self.text, self.start)
 
 
 def _data_url(where: str, part: Any, url: str | None) -> Slot:
@@ -229,7 +250,8 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     found = [(i, s) for i, item in enumerate(items) for s in slots(ctx.dialect, i, item)]
     if not found:
         return items, []
-    first = {id(s): s.fit(rules.limits) for _, s in found if s.inline}
+    refused: dict[str, str] = {}  # where → why, for each image over llmfix's own decoding bound: left as it is
+    first = {id(s): got for _, s in found if s.inline and (got := _fit(s, rules.limits, refused)) is not None}
     count = len(found) - sum(isinstance(r, Unusable) for r in first.values())  # what the upstream will count
     limits = rules.for_count(count)
     many = f" (the request holds {count} images: more than {rules.many_count})" if limits != rules.limits else ""
@@ -238,11 +260,11 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     changes: list[Change] = []
     for i, s in found:
         got = first.get(id(s))
-        if got is None or (isinstance(got, Fits) and limits == rules.limits):
+        if got is None or isinstance(got, Unreadable) or (isinstance(got, Fits) and limits == rules.limits):
             continue
-        if not isinstance(got, Unusable) and limits != rules.limits:
-            got = s.fit(limits)
-        if isinstance(got, Fits):
+        if not isinstance(got, Unusable | Unreadable) and limits != rules.limits:
+            got = _fit(s, limits, refused)
+        if got is None or isinstance(got, Fits | Unreadable):
             continue
         if isinstance(got, Unusable):
             why = got.reason
@@ -254,9 +276,33 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             changes.append(Change(NAME, s.where, f"image {got.summary()}{many}", before=s.part.to_wire(),
                                   after=new[id(s.part)].to_wire()))
         touched.add(i)
+    _warn(ctx, refused)
     if not changes:
         return items, []
     return [_rebuilt(item, new) if i in touched else item for i, item in enumerate(items)], changes
+
+
+def _fit(slot: Slot, limits: Limits, refused: dict[str, str]) -> images.Result | None:
+    """The slot's answer; None for an image over llmfix's decoding bound (noted in ``refused``: it stays as it is,
+    and the rest of the request is repaired as usual)."""
+    try:
+        return slot.fit(limits)
+    except images.Refused as e:
+        refused[slot.where] = str(e)
+        return None
+
+
+def _warn(ctx: Context, refused: dict[str, str]) -> None:
+    """One warning per request for the images left as they are, naming its flow. A request llmfix runs again
+    for its own ends (the probes of repair-and-retry) has no flow id: its flow was warned on its first pass."""
+    flow = ctx.extras.get("flow_id")
+    if not refused or flow is None:
+        return
+    head, _, message = str(flow).partition("/")  # a WebSocket message's id: "<flow id>/<index>"
+    label = f"{head[:8]} message {message}" if message else head[:8]
+    where = "; ".join(f"{k}: {why}" for k, why in refused.items())
+    logger.warning("llmfix: flow %s (%s): %s: %d image(s) left as they are: %s", label,
+                   ctx.extras.get("upstream", "?"), NAME, len(refused), where)
 
 
 def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Context) -> tuple[int, int] | None:
@@ -276,6 +322,8 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
                 got = s.fit(rules.limits)
             except images.Refused:
                 return None  # the repair itself says why
+            if isinstance(got, Unreadable):
+                continue  # sent as it is, and it cannot be made smaller for the many-image rule either
             if not isinstance(got, Fits):
                 return None
             widest = max(widest, got.shape.side)
@@ -284,21 +332,8 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
     return (count, widest)
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return rules_of(profile) is not None
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={
-        # inline images as the client sent them, or as restore-text-media makes them from text
-        Dialect.CHAT: (b"image_url", *RESTORED),
-        Dialect.RESPONSES: (b"input_image", *RESTORED),
-        Dialect.MESSAGES: (b'"image"', *RESTORED),
-    },
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, wanted=lambda profile, _dialect: rules_of(profile) is not None, extend=_extend,
+                needles={  # inline images as the client sent them, or as restore-text-media makes them from text
+                    Dialect.CHAT: (b"image_url", *RESTORED),
+                    Dialect.RESPONSES: (b"input_image", *RESTORED),
+                    Dialect.MESSAGES: (b'"image"', *RESTORED)})

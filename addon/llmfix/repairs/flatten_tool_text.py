@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.profiles import Profile
 from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
@@ -45,16 +44,6 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return out, changes
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.CHAT and not profile.chat_tool_text_array
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: (b'"tool"',)},
-    doc=__doc__ or "",
-    extend=settled.local(_apply),  # each item decided on its own
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"tool"',)},
+                wanted=lambda profile, _dialect: not profile.chat_tool_text_array,
+                extend=settled.local(_apply))  # each item decided on its own

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.profiles import Profile
 from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
@@ -155,16 +154,6 @@ def _size(m: an.Message) -> str:
     return text + (f", {other} other block(s)" if other else "")
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.MESSAGES and not profile.anthropic_system_messages
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.MESSAGES: (b'"system"',)},
-    doc=__doc__ or "",
-    extend=settled.local(_apply),  # each item decided on its own
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.MESSAGES: (b'"system"',)},
+                wanted=lambda profile, _dialect: not profile.anthropic_system_messages,
+                extend=settled.local(_apply))  # each item decided on its own

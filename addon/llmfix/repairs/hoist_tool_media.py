@@ -187,19 +187,8 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    if dialect is Dialect.RESPONSES:
-        return not profile.responses_tool_output_array
-    if dialect is Dialect.CHAT:
-        return not profile.chat_tool_media
-    return False
+    return not (profile.responses_tool_output_array if dialect is Dialect.RESPONSES else profile.chat_tool_media)
 
 
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.RESPONSES, Dialect.CHAT}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',)},
-    doc=__doc__ or "",
-    extend=settled.local(_apply),  # each item decided on its own
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',)},
+                wanted=_wanted, extend=settled.local(_apply))  # each item decided on its own

@@ -110,16 +110,8 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return (out, changes) if changes else (items, [])
 
 
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
-    apply=_apply,
-    needles={
-        # media parts as the client sent them, or as restore-text-media makes them from text
-        Dialect.CHAT: (b"image_url", b'"file"', b"input_audio", *RESTORED),
-        Dialect.RESPONSES: (b"input_image", b"input_file", *RESTORED),
-        Dialect.MESSAGES: (b'"image"', b'"document"', *RESTORED),
-    },
-    doc=__doc__ or "",
-    extend=settled.local(_apply),  # each item decided on its own
-)
+REPAIR = Repair(NAME, _apply, extend=settled.local(_apply),  # each item decided on its own
+                needles={  # media parts as the client sent them, or as restore-text-media makes them from text
+                    Dialect.CHAT: (b"image_url", b'"file"', b"input_audio", *RESTORED),
+                    Dialect.RESPONSES: (b"input_image", b"input_file", *RESTORED),
+                    Dialect.MESSAGES: (b'"image"', b'"document"', *RESTORED)})

@@ -160,20 +160,20 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 @dataclass(frozen=True, slots=True)
-class Settled:
+class ItemsSeen:
     """What the fast path keeps of a prefix: the marker it was settled under, the names of its reasoning items."""
 
     marker: str | None
     present: Ids
 
 
-def _extend(state: Settled | None, items: list[Any], start: int, ctx: Context) -> Settled | None:
+def _extend(state: ItemsSeen | None, items: list[Any], start: int, ctx: Context) -> ItemsSeen | None:
     """Certain that nothing moves or loses an id: over the new items, every reasoning item the memory knows is
     directly followed by the item it produced, and every item that needed a reasoning item has it (in the prefix
     or among the new items). Older items were settled before and their records can only change by a rejection's
     teaching, which changes the upstream's marker: then nothing is certain and the repair runs."""
     if not ri.active(ctx):
-        return Settled(None, EMPTY)
+        return ItemsSeen(None, EMPTY)
     mark = lr.marker(ctx.extras.get(ri.UPSTREAM) or "")
     names = ri.names(items, ctx, start=start)
     ids = ri.ids(items, start)
@@ -196,7 +196,7 @@ def _extend(state: Settled | None, items: list[Any], start: int, ctx: Context) -
                 return None
         elif after and not ri.is_reasoning(items[k]) and after not in present:
             return None
-    return Settled(now, present)
+    return ItemsSeen(now, present)
 
 
-REPAIR = ri.repair(NAME, _apply, _extend, __doc__)
+REPAIR = ri.repair(NAME, _apply, _extend)

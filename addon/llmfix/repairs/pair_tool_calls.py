@@ -49,7 +49,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from llmfix.profiles import Profile
 from llmfix.repairs import pair_orphans
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.pair_orphans import orphans as _orphans
@@ -289,16 +288,6 @@ def full(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return pairs.items, changes
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return True  # these shapes are invalid at every upstream: on for every profile, spec included
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: (b"tool_calls",), Dialect.RESPONSES: (b"call_id",), Dialect.MESSAGES: (b"tool_use",)},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+# these shapes are invalid at every upstream: on for every profile, spec included
+REPAIR = Repair(NAME, _apply, extend=_extend, needles={
+    Dialect.CHAT: (b"tool_calls",), Dialect.RESPONSES: (b"call_id",), Dialect.MESSAGES: (b"tool_use",)})

@@ -20,7 +20,6 @@ from typing import Any
 from llmfix.body.media import human_size
 from llmfix.memory import learn_responses as lr
 from llmfix.memory.store import Reasoning
-from llmfix.profiles import Profile
 from llmfix.repairs.base import Apply, Context, Extend, Repair
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
@@ -38,14 +37,9 @@ def active(ctx: Context) -> bool:
     return ctx.dialect is Dialect.RESPONSES and ctx.extras.get(STORE) is not None
 
 
-def _responses_only(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.RESPONSES
-
-
-def repair(name: str, apply: Apply, extend: Extend, doc: str | None) -> Repair:
+def repair(name: str, apply: Apply, extend: Extend) -> Repair:
     """A reasoning repair: Responses only, for bodies with an item id or an encrypted content."""
-    return Repair(name=name, dialects=frozenset({Dialect.RESPONSES}), apply=apply, wanted=_responses_only,
-                  needles={Dialect.RESPONSES: (b'"id"', b"encrypted_content")}, doc=doc or "", extend=extend)
+    return Repair(name, apply, needles={Dialect.RESPONSES: (b'"id"', b"encrypted_content")}, extend=extend)
 
 
 def extra(item: Any, key: str) -> Any:

@@ -12,10 +12,14 @@ qwen-code, gateways converting from Anthropic (cc-switch).
 
 What it does, on profiles with ``chat_reasoning_content`` (DeepSeek, Moonshot/Kimi; an upstream without a
 profile learns the flag from its 400): an assistant message that needs its reasoning (below) and lacks it — no
-field, ``null`` or ``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it
-(memory/learn_chat_reasoning.py: by its tool call ids, else its text, a short text not at all), byte for byte. A
-message that carries a non-empty reasoning keeps it, even one that differs from the record: the client's is never
-overwritten.
+field, ``null`` or ``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it, byte for
+byte, found by what only that session's turn has (memory/learn_chat_reasoning.py): the upstream and each tool
+call's id, name and arguments (compared by value: Droid re-writes the model's JSON), or, for a turn without calls,
+its text and the message before it. A call id alone would hand one user's reasoning to another: Kimi numbers its
+ids within a conversation, so every session's first ``bash`` call is ``functions.bash:0``. A key two sessions
+made alike with different reasoning (the same first command) is ambiguous in memory and gives nothing back, to
+either. A message that carries a non-empty reasoning keeps it, even one that differs from the
+record: the client's is never overwritten.
 
 Which messages (the scope is UNCERTAIN in session-killers §3.1): the assistant messages of every user-to-user
 span that holds a tool call, the span still open after the last user message included. That is DeepSeek's own
@@ -27,23 +31,22 @@ reasoning is left missing: DeepSeek ignores it there, and a request that is vali
 reports that it is needed on "every" assistant message come from clients padding ``""`` everywhere, hermes-agent
 #15717, not from a rejection outside such a span).
 
-Nothing recorded (the turn streamed past another llmfix, or before this one ran): the message goes as it is, and
-the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning, and it is no sure
-way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an empty string was
-rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and reports sessions
-working (#15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and sending it would hide the lost
-reasoning from the model without saying so. Whether the request has thinking on is not judged: a turn answered
-without thinking left no record, so nothing is added to it.
+Nothing recorded (the turn streamed past another llmfix, or before this one ran), or only ambiguously: the message
+goes as it is, and the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning,
+and it is no sure way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an
+empty string was rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and
+reports sessions working (#15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and sending it would
+hide the lost reasoning from the model without saying so. Whether the request has thinking on is not judged: a turn
+answered without thinking left no record, so nothing is added to it.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from llmfix.memory.learn_chat_reasoning import KIND, turn_keys
-from llmfix.profiles import Profile
+from llmfix.memory.learn_base import json_text
+from llmfix.memory.learn_chat_reasoning import KIND, call_key, context, text_key
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 from llmfix.route import Dialect
@@ -63,46 +66,73 @@ def _calls(m: ch.Message) -> list[str]:
     return [tc.id for tc in m.tool_calls or () if tc.id]
 
 
-def _keys(m: ch.Message) -> list[str]:
-    return turn_keys(_calls(m), m.content if isinstance(m.content, str) else ch.text_of(m.content))
+def _text(m: ch.Message) -> str:
+    return m.content if isinstance(m.content, str) else ch.text_of(m.content)
 
 
-RECHECK_S = 60.0
-"""How long a message that needs its reasoning, but had no record when first seen, is asked about again."""
-CLOCK = time.monotonic
+def _context(item: Any) -> str | None:
+    """What a turn that answered ``item`` is known by (memory/learn_chat_reasoning.py ``context``)."""
+    return context(item.role, _text(item), item.tool_call_id) if isinstance(item, ch.Message) else None
+
+
+def _declared(tc: ch.ToolCall) -> tuple[str, str, str] | None:
+    """A call's (name, kind, arguments), read as the learner reads them from an answer (custom, else function)."""
+    custom = (tc.__pydantic_extra__ or {}).get("custom")
+    if tc.type == "custom" and isinstance(custom, dict):
+        name, args, kind = custom.get("name"), custom.get("input", ""), "custom"
+    elif tc.function is not None:
+        name, args, kind = tc.function.name, tc.function.arguments, "function"
+    else:
+        return None
+    return (name, kind, json_text(args if args is not None else "")) if isinstance(name, str) and name else None
+
+
+def _keys(m: ch.Message, before: str | None, upstream: str) -> tuple[str, ...]:
+    """The keys the turn ``m`` is known by in memory, ``before`` the context of the message before it."""
+    if _calls(m):
+        return tuple(dict.fromkeys(call_key(upstream, tc.id, *d) for tc in m.tool_calls or ()
+                                   if tc.id and (d := _declared(tc)) is not None))
+    text = _text(m)
+    return (text_key(upstream, text, before),) if text.strip() and before is not None else ()
 
 
 @dataclass(frozen=True, slots=True)
 class Spans:
     """What the certain check carries from one turn to the next: the open span's messages lacking their reasoning
-    while it has no tool call (they need it once one joins), whether it has one, and the messages that began to
-    need their reasoning within :data:`RECHECK_S`, with when (they are asked about again until then)."""
+    while it has no tool call (their keys: they need it once one joins), whether it has one, the keys of every
+    message that needs its reasoning and lacks it (each asked about on every turn: a record that lands late, a fleet
+    instance's write or a Redis back from an outage, is seen by this check as by the repair), and the context of
+    the last item (a turn without calls is known by the message before it)."""
 
     open: tuple[tuple[str, ...], ...] = ()
     open_calls: bool = False
-    recent: tuple[tuple[tuple[str, ...], float], ...] = ()
+    needy: tuple[str, ...] = ()
+    last: str | None = None
 
-    def extend(self, items: list[Any], start: int, now: float) -> Spans:
-        """The state for ``items``: the messages that began to need their reasoning in ``items[start:]`` join the
-        recent ones, those asked about for :data:`RECHECK_S` leave them."""
+    def extend(self, items: list[Any], start: int, upstream: str) -> Spans:
+        """The state for ``items``: the messages that need their reasoning in ``items[start:]`` join the others."""
         open_, calls = list(self.open), self.open_calls
-        needy: list[tuple[str, ...]] = []
-        for m in items[start:]:
+        needy = list(self.needy)
+        for i in range(start, len(items)):
+            m = items[i]
             if not isinstance(m, ch.Message):
                 continue
             if m.role == "user":
                 open_, calls = [], False
             elif m.role == "assistant":
                 if not calls and _calls(m):
-                    calls, needy, open_ = True, needy + open_, []
-                if _lacks(m) and (keys := tuple(_keys(m))):
-                    (needy if calls else open_).append(keys)
-        recent = tuple((keys, t) for keys, t in self.recent if now - t < RECHECK_S)
-        return Spans(tuple(open_), calls, recent + tuple((keys, now) for keys in needy))
-
-    def asked(self) -> list[str]:
-        """The keys to ask memory about on this turn."""
-        return list(dict.fromkeys(k for keys, _ in self.recent for k in keys))
+                    calls = True
+                    needy += [k for keys in open_ for k in keys]
+                    open_ = []
+                if _lacks(m):
+                    before = self.last if i == start else _context(items[i - 1])  # start 0: no state, no last
+                    if keys := _keys(m, before, upstream):
+                        if calls:
+                            needy += keys
+                        else:
+                            open_.append(keys)
+        last = _context(items[-1]) if len(items) > start else self.last
+        return Spans(tuple(open_), calls, tuple(needy), last)
 
 
 def _needy(items: list[Any]) -> list[int]:
@@ -125,7 +155,8 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     store = ctx.extras.get("reasoning")
     if store is None or not ctx.profile.chat_reasoning_content:
         return items, []
-    needy = [(i, _keys(items[i])) for i in _needy(items)]
+    upstream = str(ctx.extras.get("upstream") or "")
+    needy = [(i, _keys(items[i], _context(items[i - 1]) if i > 0 else None, upstream)) for i in _needy(items)]
     needy = [(i, keys) for i, keys in needy if keys]
     if not needy:
         return items, []
@@ -139,7 +170,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
         m: ch.Message = items[i]
         before = (m.__pydantic_extra__ or {}).get(FIELD, "absent")
         out[i] = evolve(m, **{FIELD: record.value})
-        by = f"tool call {keys[0]}" if _calls(m) else "its text"
+        by = f"tool call {_calls(m)[0]}" if _calls(m) else "its text"
         had = "absent" if before == "absent" else ("null" if before is None else "empty")
         changes.append(Change(NAME, f"messages[{i}].{FIELD}",
                               f"{len(record.value)} chars of reasoning given back ({had} in the request), as "
@@ -149,31 +180,19 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _extend(state: Spans | None, items: list[Any], start: int, ctx: Context) -> Spans | None:
-    """Certain that nothing comes back: no message that needs its reasoning has a record. Memory may learn one a
-    moment after a turn was first seen (a fleet instance's write lands a few ms later, at worst within
-    ``llmfix_memory_timeout``), so such a message is asked about again on every turn for :data:`RECHECK_S`; after
-    that its record will not come (a record is written while the answer streams, before the client can replay it),
-    and a long session that never had its reasoning costs what its new turns add, not what it holds."""
-    spans = (state or Spans()).extend(items, start, CLOCK())
+    """Certain that nothing comes back: no message that needs its reasoning has a record. Memory may learn one
+    any time after a turn was first seen (a fleet instance's write lands later, a Redis comes back from an outage),
+    so every such message is asked about on every turn, in one query: the answer is the repair's at any time. A
+    session's needy messages are those the client dropped the reasoning of and memory never had (few: a turn
+    memory has is given back, and that request is repaired whole)."""
+    spans = (state or Spans()).extend(items, start, str(ctx.extras.get("upstream") or ""))
     store = ctx.extras.get("reasoning")
     if store is None or not ctx.profile.chat_reasoning_content:
         return spans
-    wanted = spans.asked()
-    if wanted and any(r.value for r in store.recall(KIND, wanted).values()):
+    if spans.needy and any(r.value for r in store.recall(KIND, spans.needy).values()):
         return None
     return spans
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.CHAT and profile.chat_reasoning_content
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: (b'"assistant"',)},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"assistant"',)},
+                wanted=lambda profile, _dialect: profile.chat_reasoning_content, extend=_extend)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.body.media import ref_for_url
-from llmfix.profiles import Profile
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.placeholders import count_words
 from llmfix.repairs.text_media import recognise
@@ -121,19 +120,9 @@ def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:
     return ()
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is not Dialect.MESSAGES or profile.anthropic_tool_result_media
-
-
 NEEDLES = (b"mediaType", b"image_url", b"input_image", b"media_type", b"data:image/")
 """Bytes one of which every recognised shape carries (also inside an escaped JSON string)."""
 
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT, Dialect.RESPONSES, Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
-    doc=__doc__ or "",
-    extend=_extend,  # each item decided on its own
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
+                wanted=lambda profile, dialect: dialect is not Dialect.MESSAGES or profile.anthropic_tool_result_media,
+                extend=_extend)  # each item decided on its own

@@ -24,7 +24,6 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from llmfix.idset import EMPTY, Ids
-from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
@@ -153,16 +152,5 @@ def _extend(state: Ids | None, items: list[Any], start: int, ctx: Context) -> Id
     return ids
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return True
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.RESPONSES, Dialect.CHAT, Dialect.MESSAGES}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',), Dialect.MESSAGES: (b"tool_result",)},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, extend=_extend, needles={
+    Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',), Dialect.MESSAGES: (b"tool_result",)})

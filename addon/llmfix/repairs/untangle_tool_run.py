@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmfix.profiles import Profile
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.media_triage import kind, triage
@@ -172,16 +171,4 @@ def _extend(state: tuple[frozenset[str], str] | None, items: list[Any], start: i
     return declared, phase
 
 
-def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return dialect is Dialect.CHAT
-
-
-REPAIR = Repair(
-    name=NAME,
-    dialects=frozenset({Dialect.CHAT}),
-    apply=_apply,
-    wanted=_wanted,
-    needles={Dialect.CHAT: (b'"tool"',)},
-    doc=__doc__ or "",
-    extend=_extend,
-)
+REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"tool"',)}, extend=_extend)

@@ -43,7 +43,7 @@ import mitmproxy.types
 from mitmproxy import command, exceptions, flow, http, io
 from mitmproxy.log import ALERT
 
-from llmfix import engine, options, route
+from llmfix import engine, offload, options, route
 from llmfix.body.conversation import BadBody
 from llmfix.memory import learn
 from llmfix.memory.media_window import MediaWindow
@@ -219,7 +219,10 @@ def _expect_one(f: http.HTTPFlow, settings: engine.Settings) -> dict[str, Any]:
         reason = "empty body" if raw is not None else "body was streamed, llmfix cannot see it"
         return {**entry, "status": "failed", "reason": reason}
     ce = r.headers.get("content-encoding")
-    outcome = engine.process(engine.Request(dialect, r.host, r.port, raw, ce, f.id), settings)
+    req = engine.Request(dialect, r.host, r.port, raw, ce, f.id)
+    outcome = engine.process(req, settings)
+    if outcome.status == "deferred":  # the command runs on the event loop: its images are converted, waited for
+        outcome = offload.IMAGE_WORKERS.submit(engine.process, req, settings).result()
     entry["status"] = outcome.status
     if outcome.status == "failed":
         entry["reason"] = outcome.reason

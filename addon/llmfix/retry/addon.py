@@ -102,7 +102,7 @@ class Retry:
         info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
         client_raw = info.get("original") or flow.request.raw_content
         req = engine.Request(dialect, host, port, client_raw, flow.request.headers.get("content-encoding"), None)
-        d = await decide.decide(found, status, req, flow.request.raw_content or b"", settings)
+        d = await decide.decide(found, status, req, flow.request.raw_content or b"", settings, self.fix.run)
         event = d.event
         if d.outcome is None:
             return self._log(flow, dialect, event, d.why)

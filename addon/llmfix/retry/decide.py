@@ -13,16 +13,15 @@ was learned (a resend rejected the same way did not help: its new flags are drop
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from llmfix import engine
+from llmfix import engine, offload
 from llmfix.body.conversation import BadBody
 from llmfix.memory.store import Quirk, Reasoning, ReasoningStore, upstream_id
 from llmfix.report.redact import redact_text
@@ -30,9 +29,6 @@ from llmfix.retry import rejections
 from llmfix.route import Dialect
 
 EXCERPT = 200
-OFFLOAD_BYTES = 256 * 1024
-"""Bodies at least this large are repaired in a worker thread (as the proxy does)."""
-
 Flags = tuple[tuple[str, bool], ...]
 
 
@@ -95,21 +91,27 @@ class Decision:
         return f"{self.event['status']} {self.found.rule.name}: {self.event['error']}"
 
 
-async def process(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
-    if len(req.raw) >= OFFLOAD_BYTES:
-        return await asyncio.to_thread(engine.process, req, settings)
-    return engine.process(req, settings)
+Run = Callable[[engine.Request, engine.Settings], Awaitable[engine.Outcome]]
+"""How the transport runs ``engine.process`` (``LLMFix.run``: in a worker thread where it must be, a deferred
+image converted off the event loop): the decision's trial repairs run exactly as the request's own did."""
 
 
-async def _body(req: engine.Request, settings: engine.Settings, flags: Flags) -> bytes | None:
+async def in_a_thread(req: engine.Request, settings: engine.Settings) -> engine.Outcome:
+    """The runner where no transport gives one (tests, offline): always in a worker thread, never on a loop, and
+    image work on llmfix's image workers."""
+    return await offload.process(req, settings, offload=True)
+
+
+async def _body(run: Run, req: engine.Request, settings: engine.Settings, flags: Flags) -> bytes | None:
     """The decoded body llmfix sends for ``req`` with exactly these learned ``flags`` (None: unchanged)."""
-    return (await process(req, dataclasses.replace(settings, quirks=Fixed(flags)))).body
+    return (await run(req, dataclasses.replace(settings, quirks=Fixed(flags)))).body
 
 
 async def decide(found: rejections.Match, status: int, req: engine.Request, sent_raw: bytes,
-                 settings: engine.Settings) -> Decision:
+                 settings: engine.Settings, run: Run = in_a_thread) -> Decision:
     """The decision for ``req`` (the request as the client sent it; ``req.host``/``port``: the upstream it went
-    to) rejected with ``status`` and ``found``; ``sent_raw``: the body llmfix sent (its wire bytes)."""
+    to) rejected with ``status`` and ``found``; ``sent_raw``: the body llmfix sent (its wire bytes); ``run``: how
+    the transport runs the engine."""
     host, port = req.host, req.port or 0
     excerpt = redact_text(found.text.replace("\n", " "), EXCERPT)
     event: dict[str, Any] = {"status": status, "rejection": found.rule.name, "error": excerpt, "learned": [],
@@ -121,17 +123,17 @@ async def decide(found: rejections.Match, status: int, req: engine.Request, sent
         d.why = f"not resent: the body sent cannot be decoded ({e})"
         return d
     if found.rule.facts is not None:
-        return await _decide_facts(d, req, sent, settings)
+        return await _decide_facts(d, req, sent, settings, run)
     quirks = settings.quirks
     assert quirks is not None
     base = quirks.flags(host, port, req.dialect)
     d.known = [f for f in found.flags if f in base]
-    base_body = await _body(req, settings, base)
+    base_body = await _body(run, req, settings, base)
     for flag in found.flags:
-        if flag not in base and await _body(req, settings, merge(base, (flag,))) != base_body:
+        if flag not in base and await _body(run, req, settings, merge(base, (flag,))) != base_body:
             d.useful.append(flag)
     event["learned"] = [{"flag": f, "value": v} for f, v in d.known + d.useful]
-    outcome = await process(req, dataclasses.replace(settings, quirks=Fixed(merge(base, tuple(d.useful)))))
+    outcome = await run(req, dataclasses.replace(settings, quirks=Fixed(merge(base, tuple(d.useful)))))
     why = "its repair is always on" if not found.flags else "no flag llmfix could learn would change the body"
     return _resend(d, outcome, sent, settings, why)
 
@@ -147,7 +149,8 @@ def _resend(d: Decision, outcome: engine.Outcome, sent: bytes, settings: engine.
     return d
 
 
-async def _decide_facts(d: Decision, req: engine.Request, sent: bytes, settings: engine.Settings) -> Decision:
+async def _decide_facts(d: Decision, req: engine.Request, sent: bytes, settings: engine.Settings,
+                        run: Run) -> Decision:
     """A rule that teaches facts about the rejected body: the repaired body with them known, or why none."""
     assert d.found.rule.facts is not None
     try:
@@ -162,7 +165,7 @@ async def _decide_facts(d: Decision, req: engine.Request, sent: bytes, settings:
     if not d.facts:
         d.why = "not resent: the rejection names nothing llmfix can repair"
         return d
-    outcome = await process(req, dataclasses.replace(settings, reasoning=Overlay(settings.reasoning, d.facts)))
+    outcome = await run(req, dataclasses.replace(settings, reasoning=Overlay(settings.reasoning, d.facts)))
     return _resend(d, outcome, sent, settings, "what the rejection taught would not change the body")
 
 

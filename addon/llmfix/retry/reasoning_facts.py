@@ -24,6 +24,7 @@ What is inferred beyond the text, and why:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +36,22 @@ if TYPE_CHECKING:
     from llmfix.retry.rejections import Match
 
 
+_LESSONS = itertools.count()
+
+
+def lesson(records: list[Reasoning]) -> str:
+    """The value of an upstream's marker after it taught ``records``: unique to this teaching (when, a count of this
+    process's teachings, a digest of what it taught), so that a fast-path state settled under an earlier marker never
+    takes a later one for its own — not even when the same fact is taught again after another."""
+    digest = hashlib.sha256("\n".join(sorted(f"{r.kind} {r.key}" for r in records)).encode()).hexdigest()[:16]
+    return f"{time.time():.6f} {next(_LESSONS)} {digest}"
+
+
 def _marked(kind: str, records: list[Reasoning], upstream: str) -> list[Reasoning]:
-    """``records`` and the upstream's new marker in ``kind`` (unique per teaching: a digest of what it taught and
-    when), or [] when nothing was taught."""
+    """``records`` and the upstream's new marker in ``kind`` (:func:`lesson`), or [] when nothing was taught."""
     if not records:
         return []
-    digest = hashlib.sha256("\n".join(sorted(f"{r.kind} {r.key}" for r in records)).encode()).hexdigest()[:16]
-    return [*records, Reasoning(kind, lr.marker(upstream), f"{time.time():.6f} {digest}", upstream)]
+    return [*records, Reasoning(kind, lr.marker(upstream), lesson(records), upstream)]
 
 
 def _groups(found: Match) -> dict[str, str]:

@@ -44,6 +44,17 @@ Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` =
   field in the assistant message at message index N``, Kimi 400 ``thinking is enabled but reasoning_content is
   missing in assistant tool call message at index N``. They teach ``chat_reasoning_content``, so that a gateway in
   front of DeepSeek or Kimi gets restore-reasoning-content (and the one resend, when memory has the reasoning).
+- Images over a vendor's limits, from an upstream llmfix has no image limits for (a gateway in front of Claude or
+  GPT, on any of the three APIs: gateways relay the vendor's text, OpenRouter in ``metadata.raw``, e.g. Anthropic's
+  media-type text through its Chat API, LaoshuBaby/liulianmao #11). Anthropic (SK §4): ``….image.source.base64:
+  image exceeds 5 MB maximum: N bytes > 5242880 bytes``, ``… At least one of the image dimensions exceed max
+  allowed size: 8000 pixels`` (and ``… for many-image requests: 2000 pixels``), ``Image does not match the provided
+  media type image/png`` (anthropics/claude-code #6300; newer: ``The image was specified using the image/jpeg media
+  type, but the image appears to be a image/png image``, LaoshuBaby/liulianmao #11) and ``….media_type: Input should
+  be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`` (anthropics/claude-code #8184) teach
+  ``image_limits_anthropic``; its ``Could not process image`` teaches ``image_undecodable_refused``. OpenAI (SK §4):
+  ``The image data you provided does not represent a valid image…`` (Responses), ``You uploaded an unsupported
+  image…`` (Chat) and the ``string too long`` text of a tool output's ``image_url`` teach ``image_limits_openai``.
 - Anthropic's signature check (SK §3.2): ``messages.N.content.M: Invalid `signature` in `thinking` block`` and
   ``messages.N.content.M.thinking.signature: Field required``. Only the upstream can judge a signature, and the
   text names the block: the rule teaches facts, not a flag (:func:`foreign_thinking`).
@@ -113,6 +124,9 @@ NO_MEDIA = ("media_input", False)
 NO_TOOL_RESULT_MEDIA = ("anthropic_tool_result_media", False)
 NO_SYSTEM_MESSAGES = ("anthropic_system_messages", False)  # fold-system-messages' flag
 REASONING_BACK = ("chat_reasoning_content", True)  # restore-reasoning-content's flag
+ANTHROPIC_IMAGES = ("image_limits_anthropic", True)  # fit-images' flags
+OPENAI_IMAGES = ("image_limits_openai", True)
+UNDECODABLE_REFUSED = ("image_undecodable_refused", True)
 _THINKING_BLOCK = re.compile(r"messages\.(\d+)\.content\.(\d+)(?:\.thinking\.signature: Field required|: Invalid "
                              r"`signature` in `thinking` block)")
 
@@ -120,8 +134,8 @@ _THINKING_BLOCK = re.compile(r"messages\.(\d+)\.content\.(\d+)(?:\.thinking\.sig
 def foreign_thinking(found: Match, body: dict[str, Any], upstream: str) -> list[Reasoning]:
     """What Anthropic's signature rejection teaches about the body llmfix sent: the block it names (``messages.N.
     content.M``) is not this upstream's, and this upstream rejects blocks (the marker drop-foreign-thinking asks
-    first). Nothing when the text names no thinking block of an older assistant turn: the latest one is never
-    changed, so a rejection of it teaches nothing that could be resent."""
+    first, its value new with every lesson). Nothing when the text names no thinking block of an older assistant
+    turn: the latest one is never changed, so a rejection of it teaches nothing that could be resent."""
     hit = _THINKING_BLOCK.search(found.text)
     messages = body.get("messages")
     if hit is None or not isinstance(messages, list):
@@ -135,8 +149,8 @@ def foreign_thinking(found: Match, body: dict[str, Any], upstream: str) -> list[
     if key is None:
         return []
     why = f"{found.rule.name} at messages.{n}.content.{m}"
-    return [Reasoning(FOREIGN, fact_key(key, upstream), why, upstream),
-            Reasoning(FOREIGN, marker_key(upstream), key, upstream)]  # its value changes with each block taught
+    fact = Reasoning(FOREIGN, fact_key(key, upstream), why, upstream)
+    return [fact, Reasoning(FOREIGN, marker_key(upstream), reasoning_facts.lesson([fact]), upstream)]
 
 
 RULES: tuple[Rule, ...] = (
@@ -197,6 +211,22 @@ RULES: tuple[Rule, ...] = (
     _rule("messages-orphan-tool-result", "messages", (400,),
           r"unexpected `tool_use_id` found in `tool_result` blocks"),
     _rule("messages-thinking-signature", "messages", (400,), _THINKING_BLOCK.pattern, facts=foreign_thinking),
+    # -- images, on any of the three APIs (a gateway relays its vendor's text) ------------------------------
+    *(rule for dialect in ("chat", "responses", "messages") for rule in (
+        _rule("image-anthropic-too-large", dialect, (400,), r"image exceeds 5 MB maximum: \d+ bytes > \d+ bytes",
+              ANTHROPIC_IMAGES),
+        _rule("image-anthropic-too-many-pixels", dialect, (400,),
+              r"image dimensions exceed max allowed size(?: for many-image requests)?: \d+ pixels", ANTHROPIC_IMAGES),
+        _rule("image-anthropic-media-type", dialect, (400,),
+              r"Image does not match the provided media type|The image was specified using the image/\S+ media "
+              r"type, but the image appears to be an? image/|media_type: Input should be 'image/jpeg', 'image/png', "
+              r"'image/gif' or 'image/webp'", ANTHROPIC_IMAGES),
+        _rule("image-anthropic-undecodable", dialect, (400,), r"Could not process image", UNDECODABLE_REFUSED),
+        _rule("image-openai-invalid", dialect, (400,),
+              r"The image data you provided does not represent a valid image|You uploaded an unsupported image",
+              OPENAI_IMAGES),
+        _rule("image-openai-url-too-long", dialect, (400,), r"image_url': string too long", OPENAI_IMAGES),
+    )),
 )
 
 

@@ -14,9 +14,11 @@ from llmfix.images import Fits, Fitted, Limits, Refused, Unusable, WouldBlock, d
 from tests.images import b64, declared_png, image_bytes, noise_png, padded_png
 
 ANTHROPIC = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}), max_base64=5_242_880, max_side=8000,
-                   exact_type=True)
-OPENAI = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}), gif_animated=False, max_base64=20_971_496)
-XAI = Limits(formats=frozenset({"jpeg", "png"}), max_bytes=10 * 1024 * 1024)
+                   exact_type=True, undecodable_refused=True)
+OPENAI = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}), gif_animated=False, max_base64=20_971_496,
+                undecodable_refused=True)
+XAI = Limits(formats=frozenset({"jpeg", "png"}), max_bytes=10 * 1024 * 1024, undecodable_refused=True)
+ANY = Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}))  # an upstream llmfix does not know
 
 
 @pytest.fixture(autouse=True)
@@ -83,6 +85,24 @@ def test_too_wide_is_downscaled_to_the_limit_keeping_its_aspect_ratio() -> None:
 def test_tall_images_are_scaled_by_their_long_side() -> None:
     got = images.fit(b64(image_bytes("jpeg", 2, (30, 2100))), "image/jpeg", ANTHROPIC.at_most(2000))
     assert isinstance(got, Fitted) and opened(got).size == (29, 2000) and got.mime == "image/jpeg"
+
+
+def test_for_an_upstream_not_known_to_refuse_them_what_llmfix_cannot_read_goes_as_it_is(monkeypatch) -> None:
+    heic = b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64)  # a format llmfix does not read
+    got = images.fit(b64(heic), "image/heic", ANY)
+    assert isinstance(got, images.Unreadable) and "cannot be decoded" in got.reason
+    truncated = image_bytes("png", 4, (300, 200))[:-40]
+    loads: list[object] = []
+    monkeypatch.setattr(decode, "load", lambda *a, **k: loads.append(a))
+    assert isinstance(images.fit(b64(truncated), "image/png", ANY), Fits) and not loads  # its header: all it reads
+    svg_fit = images.fit(b64(b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="4"/>'), None, ANY)
+    assert isinstance(svg_fit, Fitted) and svg_fit.mime == "image/png"  # what no upstream takes is converted
+
+
+def test_the_stricter_of_two_limits() -> None:
+    both = ANY.stricter(ANTHROPIC).stricter(OPENAI)
+    assert both == Limits(frozenset({"jpeg", "png", "gif", "webp"}), 5_242_880, None, 8000, False, True, True)
+    assert Limits().stricter(XAI) == XAI and XAI.stricter(Limits()) == XAI
 
 
 def test_undecodable_bytes_are_unusable_with_the_reason() -> None:
@@ -163,7 +183,7 @@ def test_other_limits_are_another_answer() -> None:
     assert isinstance(images.fit(text, "image/png", ANTHROPIC.at_most(2000)), Fitted)
 
 
-@pytest.mark.parametrize(("width", "height"), [(20_000, 20_000), (9000, 9000), (40_001, 2)])
+@pytest.mark.parametrize(("width", "height"), [(20_000, 20_000), (9000, 9000), (2, 80_000_001)])
 def test_a_decompression_bomb_is_refused_before_decoding(width: int, height: int) -> None:
     with pytest.raises(Refused, match="decoding bound"):
         images.fit(b64(declared_png(width, height)), "image/png", ANTHROPIC)
@@ -267,10 +287,21 @@ def test_shapes_name_themselves_without_payloads() -> None:
     assert str(shape).startswith("PNG 3×2, ") and "as base64" in str(shape)
 
 
-def test_decode_bounds_are_checked_on_the_header() -> None:
+def test_the_decoding_bound_is_on_the_pixels_decoded_not_on_a_side() -> None:
+    strip = image_bytes("png", 2, (41_000, 8), mode="L")  # 0.3 megapixels: taken as it is where sides are free
+    assert isinstance(images.fit(b64(strip), "image/png", OPENAI), Fits)
+    assert decode.open_image(declared_png(100_000, 1000), 0).shape.width == 100_000  # the header alone: read
+    with pytest.raises(Refused, match="100000×1000 px"):
+        decode.load(decode.open_image(declared_png(100_000, 1000), 0))  # 100 megapixels: never decoded
+
+
+def test_a_large_jpeg_is_bounded_at_the_scale_it_is_decoded_at() -> None:
+    """A 12000×7000 JPEG is 84 megapixels; for a 2000 px limit it is decoded at an eighth of its scale."""
+    photo = image_bytes("jpeg", 5, (12_000, 7000))
+    got = images.fit(b64(photo), "image/jpeg", ANTHROPIC.at_most(2000))
+    assert isinstance(got, Fitted) and opened(got).size == (2000, 1167)
     with pytest.raises(Refused):
-        decode.open_image(declared_png(decode.MAX_SIDE + 1, 1), 0)
-    assert decode.open_image(declared_png(decode.MAX_SIDE, 1), 0).shape.width == decode.MAX_SIDE
+        images.fit(b64(photo), "image/jpeg", ANTHROPIC)  # for 8000 px it would be decoded whole
 
 
 def test_anthropic_takes_image_jpeg_never_image_jpg() -> None:
@@ -278,3 +309,58 @@ def test_anthropic_takes_image_jpeg_never_image_jpg() -> None:
     got = images.fit(b64(raw), "image/jpg", ANTHROPIC)
     assert isinstance(got, Fitted) and got.data is None and got.mime == "image/jpeg"
     assert isinstance(images.fit(b64(raw), "image/jpeg", ANTHROPIC), Fits)
+
+
+# --------------------------------------------------------------------------- as a viewer shows it: EXIF, ICC
+
+
+def test_a_photo_is_fitted_as_it_is_shown_upright() -> None:
+    """A phone's portrait photo: its pixels stored landscape, EXIF Orientation 6 (show turned 90° clockwise)."""
+    from PIL import ImageOps
+
+    stored = Image.new("RGB", (90, 30), (20, 40, 220))
+    stored.paste((230, 20, 20), (0, 0, 30, 30))  # the stored left third: the top of the photo as shown
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    stored.save(buf, "JPEG", exif=exif.tobytes(), quality=95)
+    got = images.fit(b64(buf.getvalue()), "image/jpeg", ANTHROPIC.at_most(60))
+    assert isinstance(got, Fitted) and "EXIF orientation 6" in ", ".join(got.how)
+    out = opened(got)
+    assert out.size == (20, 60) and out.getexif().get(0x0112) is None
+    shown = ImageOps.exif_transpose(Image.open(io.BytesIO(buf.getvalue()))).resize(out.size)
+    for xy in ((10, 5), (10, 55)):
+        assert max(abs(a - b) for a, b in zip(out.getpixel(xy), shown.getpixel(xy), strict=True)) < 24, xy
+    assert (got.after.width, got.after.height) == (20, 60)
+
+
+def p3_png(color: tuple[int, ...], size: tuple[int, int] = (120, 80)) -> bytes:
+    from tests.images import rgb_profile
+
+    buf = io.BytesIO()
+    Image.new("RGBA" if len(color) == 4 else "RGB", size, color).save(buf, "PNG", icc_profile=rgb_profile())
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("color", "shown"), [((200, 60, 40), (219, 37, 13)), ((200, 60, 40, 128), (219, 37, 13, 128))])
+def test_a_wide_gamut_screenshot_keeps_its_colours(color: tuple[int, ...], shown: tuple[int, ...]) -> None:
+    """A Display-P3 screenshot: re-encoded without its profile, its pixels must be the sRGB colours a viewer shows
+    (P3 (200, 60, 40) is sRGB (219, 37, 13)), or every colour shifts."""
+    got = images.fit(b64(p3_png(color)), "image/png", ANTHROPIC.at_most(60))
+    assert isinstance(got, Fitted) and "converted to sRGB from its ICC profile" in got.how
+    out = opened(got)
+    assert "icc_profile" not in out.info and out.getpixel((30, 20)) == shown
+    images.CACHE.clear()
+    again = images.fit(b64(p3_png(color)), "image/png", ANTHROPIC.at_most(60))
+    assert isinstance(again, Fitted) and again.data == got.data  # deterministic
+
+
+def test_without_littlecms_the_profile_is_kept_in_the_output(monkeypatch) -> None:
+    from llmfix.images import appearance
+    from tests.images import rgb_profile
+
+    monkeypatch.setattr(appearance, "ImageCms", None)
+    got = images.fit(b64(p3_png((200, 60, 40))), "image/png", ANTHROPIC.at_most(60))
+    assert isinstance(got, Fitted)
+    out = opened(got)
+    assert out.info.get("icc_profile") == rgb_profile() and out.getpixel((30, 20)) == (200, 60, 40)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from llmfix.memory.learn import StreamLearner, learn_json_response
 from llmfix.memory.learn_anthropic_thinking import SIGNED, block_key
-from llmfix.memory.learn_chat_reasoning import KIND, MIN_CONTENT, content_key
+from llmfix.memory.learn_chat_reasoning import KIND, call_key, context, last_context, text_key
 from llmfix.memory.store import Reasoning, ToolCall
 from tests.upstreams.reasoning_canned import anthropic_sse, chat_sse, with_reasoning
 from tests.upstreams.thinking import Ledger
@@ -21,10 +22,12 @@ UP = "api.deepseek.com:443/chat"
 THOUGHT = "The user wants both images; read a.png and b.png in parallel.\nThen describe them."
 
 
-def learn(dialect: str, chunks: list[bytes], upstream: str = UP) -> tuple[list[ToolCall], list[Reasoning]]:
+def learn(dialect: str, chunks: list[bytes], upstream: str = UP, request: Any = None
+          ) -> tuple[list[ToolCall], list[Reasoning]]:
     calls: list[ToolCall] = []
     thoughts: list[Reasoning] = []
-    learner = StreamLearner(dialect, calls.extend, on_reasoning=thoughts.extend, upstream=upstream)
+    learner = StreamLearner(dialect, calls.extend, on_reasoning=thoughts.extend, upstream=upstream,
+                            request=None if request is None else lambda: request)
     for chunk in chunks:
         learner.feed(chunk)
     learner.feed(b"")
@@ -36,10 +39,27 @@ def droid_turn1() -> bytes:
     return with_reasoning((FIXTURES / "droid/two_images__turn1_response.sse.txt").read_text(), THOUGHT).encode()
 
 
-def test_a_thinking_stream_teaches_its_reasoning_under_each_call_id() -> None:
+def test_a_thinking_stream_teaches_its_reasoning_under_each_call_with_its_upstream_and_declaration() -> None:
     calls, thoughts = learn("chat", [droid_turn1()])
     assert [c.call_id for c in calls] == ["call_mock_a", "call_mock_b"]  # the calls are learned as before
-    assert thoughts == [Reasoning(KIND, "call_mock_a", THOUGHT, UP), Reasoning(KIND, "call_mock_b", THOUGHT, UP)]
+    keys = [call_key(UP, c, "Read", "function", f'{{"file_path": "/home/dev/project/{n}.png"}}')
+            for c, n in (("call_mock_a", "a"), ("call_mock_b", "b"))]
+    assert thoughts == [Reasoning(KIND, keys[0], THOUGHT, UP), Reasoning(KIND, keys[1], THOUGHT, UP)]
+    # Droid replays the calls in its own JSON: the same declaration, the same key
+    replayed = json.loads((FIXTURES / "droid/0.225.2__two_images_noimg__turn2.json").read_text())["messages"][3]
+    assert [call_key(UP, tc["id"], tc["function"]["name"], "function", tc["function"]["arguments"])
+            for tc in replayed["tool_calls"]] == keys
+    assert replayed["tool_calls"][0]["function"]["arguments"] == '{"file_path":"/home/dev/project/a.png"}'
+
+
+def test_a_kimi_id_that_every_session_makes_is_told_apart_by_upstream_and_declaration() -> None:
+    """Kimi numbers its ids within a conversation: ``functions.bash:0`` is every session's first bash call."""
+    kimi = "api.moonshot.ai:443/chat"
+    a = call_key(kimi, "functions.bash:0", "bash", "function", '{"cmd": "cat ~/.env"}')
+    assert a != call_key(kimi, "functions.bash:0", "bash", "function", '{"cmd": "ls"}')
+    assert a != call_key(kimi, "functions.bash:0", "shell", "function", '{"cmd": "cat ~/.env"}')
+    assert a != call_key(UP, "functions.bash:0", "bash", "function", '{"cmd": "cat ~/.env"}')
+    assert a == call_key(kimi, "functions.bash:0", "bash", "function", '{ "cmd":"cat ~/.env" }')
 
 
 @given(cuts=st.lists(st.integers(0, 4000), max_size=12))
@@ -50,12 +70,20 @@ def test_the_reasoning_is_byte_exact_however_the_stream_is_cut(cuts: list[int]) 
     assert [r.value for r in learn("chat", chunks)[1]] == [THOUGHT, THOUGHT]
 
 
-def test_a_turn_without_calls_is_known_by_its_text_and_a_short_text_by_nothing() -> None:
-    text = "Both images show a red square on a white background."
-    _, thoughts = learn("chat", [chat_sse("deepseek-v4-flash", "Describe them.", text=text).encode()])
-    assert thoughts == [Reasoning(KIND, content_key(text) or "", "Describe them.", UP)]
-    assert content_key("Done.") is None and len("Done.") < MIN_CONTENT
-    assert learn("chat", [chat_sse("deepseek-v4-flash", "Say done.", text="Done.").encode()])[1] == []
+def test_a_turn_without_calls_is_known_by_its_text_and_the_message_it_answered() -> None:
+    text = "Let me look at the file structure first."  # how DeepSeek opens many a session
+    sse = chat_sse("deepseek-v4-flash", "Describe them.", text=text).encode()
+    request = {"model": "deepseek-v4-flash", "messages": [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": [{"type": "text", "text": "Describe "}, {"type": "text", "text": "a.png"}]}]}
+    before = context("user", "Describe \na.png", None)
+    assert last_context(request) == before
+    _, thoughts = learn("chat", [sse], request=request)
+    assert thoughts == [Reasoning(KIND, text_key(UP, text, before), "Describe them.", UP)]
+    other = {**request, "messages": [*request["messages"][:1], {"role": "user", "content": "Describe b.png"}]}
+    assert learn("chat", [sse], request=other)[1][0].key != thoughts[0].key  # another session's opener
+    assert learn("chat", [sse])[1] == []  # the request unknown: no record rather than one any session could make
+    assert learn("chat", [chat_sse("m", "Think.", text="  ").encode()], request=request)[1] == []
 
 
 def test_a_stream_without_reasoning_teaches_none_and_an_empty_reasoning_neither() -> None:
@@ -82,7 +110,7 @@ def test_a_json_answer_teaches_its_reasoning() -> None:
     thoughts: list[Reasoning] = []
     calls = learn_json_response("chat", json.dumps(body).encode(), upstream=UP, on_reasoning=thoughts.extend)
     assert [c.call_id for c in calls] == ["call_j"]
-    assert thoughts == [Reasoning(KIND, "call_j", THOUGHT, UP)]
+    assert thoughts == [Reasoning(KIND, call_key(UP, "call_j", "read", "function", "{}"), THOUGHT, UP)]
 
 
 # -- Anthropic thinking signatures -------------------------------------------------------------------------------

@@ -58,6 +58,33 @@ def test_upsert_keeps_one_row_with_latest_values(store: SqliteStore) -> None:
     assert store.lookup(["call_a"])["call_a"].arguments == '{"x":1}'
 
 
+def test_an_id_declared_twice_differently_is_ambiguous_and_never_looked_up(store: SqliteStore) -> None:
+    """Kimi numbers its ids per conversation: two sessions' first bash calls are both ``functions.bash:0``."""
+    a = call("functions.bash:0", '{"cmd": "cat ~/.env"}', name="bash")
+    b = call("functions.bash:0", '{"cmd": "ls"}', name="bash")
+    assert store.remember([a]) == 1 and store.lookup([a.call_id]) == {a.call_id: a}
+    store.remember([b])
+    assert store.lookup([a.call_id]) == {}
+    store.remember([a])  # seen again, with either declaration: still ambiguous
+    assert store.lookup([a.call_id]) == {}
+    renamed = call("functions.bash:1", '{"cmd": "ls"}', name="shell")
+    store.remember([call("functions.bash:1", '{"cmd": "ls"}', name="bash"), renamed])  # one batch: the same
+    assert store.lookup(["functions.bash:1"]) == {}
+    kept = call("functions.read:0", '{"path": "a", "n": 1}', name="read")
+    store.remember([kept, call("functions.read:0", '{"n":1,"path":"a"}', name="read")])  # a client's own JSON
+    assert store.lookup([kept.call_id])[kept.call_id].arguments == '{"n":1,"path":"a"}'
+    assert store.count() == 3
+
+
+def test_an_expired_declaration_makes_no_ambiguity() -> None:
+    clock = Clock()
+    m = SqliteStore(":memory:", max_age_s=100, clock=clock)
+    m.remember([call("c", '{"a": 1}')])
+    clock.now += 101
+    m.remember([call("c", '{"a": 2}')])
+    assert m.lookup(["c"])["c"].arguments == '{"a": 2}'
+
+
 def test_calls_without_id_or_with_huge_arguments_are_not_stored(store: SqliteStore) -> None:
     assert store.remember([call(""), call("big", "x" * (MAX_ARGUMENTS_CHARS + 1))]) == 0
     assert store.remember([]) == 0

@@ -133,10 +133,31 @@ def test_a_call_remembered_by_one_instance_is_known_to_another(links, server: Re
 
 def test_a_re_seen_call_is_refreshed_with_its_latest_values(links) -> None:
     a = RedisCallStore(links(), max_age_s=DAY)
-    a.remember([call("c1", '{"a":1}')])
-    a.remember([call("c1", '{"a":2}')])
+    a.remember([call("c1", '{"a": 1, "b": [2]}')])
+    a.remember([call("c1", '{"b":[2],"a":1}')])  # the same declaration in a client's own JSON
     a.link.flush()
-    assert a.lookup(["c1"])["c1"].arguments == '{"a":2}'
+    assert a.lookup(["c1"])["c1"].arguments == '{"b":[2],"a":1}'
+
+
+def test_an_id_two_instances_wrote_with_different_declarations_is_ambiguous_for_the_fleet(links, server) -> None:
+    """Kimi's ``functions.bash:0``: session A's call through one instance, session B's through another."""
+    a, b = RedisCallStore(links(), max_age_s=DAY), RedisCallStore(links(), max_age_s=DAY)
+    a.remember([ToolCall("functions.bash:0", "bash", '{"cmd": "cat ~/.env"}', "chat")])
+    a.link.flush()
+    assert set(b.lookup(["functions.bash:0"])) == {"functions.bash:0"}
+    b.remember([ToolCall("functions.bash:0", "bash", '{"cmd": "ls"}', "chat")])
+    b.link.flush()
+    assert a.lookup(["functions.bash:0"]) == {} == b.lookup(["functions.bash:0"])
+    a.remember([ToolCall("functions.bash:0", "bash", '{"cmd": "cat ~/.env"}', "chat")])
+    a.link.flush()
+    assert b.lookup(["functions.bash:0"]) == {}  # it stays so while it is written again
+    with server.client() as c:
+        assert 0 < c.ttl(b"llmfix:call:functions.bash:0") <= DAY
+        c.set(b"llmfix:call:older", json.dumps(["Read", "{}", "chat", "function"]))  # an older llmfix's value
+    assert set(b.lookup(["older"])) == {"older"}
+    b.remember([ToolCall("older", "Write", "{}", "chat")])
+    b.link.flush()
+    assert b.lookup(["older"])["older"].name == "Write"  # replaced, not taken for another declaration
 
 
 def test_oversized_calls_are_not_written_and_one_request_writes_at_most_the_cap(links, server, caplog) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.memory.learn import StreamLearner, calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import ToolCall
@@ -62,6 +63,38 @@ def test_droid_without_memory_the_orphan_becomes_a_user_message_and_nothing_is_l
     orphan_text = sent["messages"][n - 2]["content"]
     assert "call_mock_b" in tail[3]["content"] and orphan_text in tail[3]["content"]
     assert tail[2] == sent["messages"][n - 3] and tail[4] == sent["messages"][n - 1]
+
+
+def kimi_ids(raw: bytes) -> bytes:
+    """Droid's capture as it is on Kimi, whose ids number the calls of one conversation (every session has them)."""
+    return raw.replace(b"call_mock_a", b"functions.Read:0").replace(b"call_mock_b", b"functions.Read:1")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_kimi_id_two_sessions_declared_differently_gives_neither_a_declaration_back(version: str) -> None:
+    """Session A's answer declared ``functions.Read:1`` on b.png, session B's on another file: Droid then trims
+    either's declaration, and the orphan is turned into a user message as without memory, not given the other's
+    call. The same call seen again (A's answer, then A's history in Droid's own JSON) stays known."""
+    raw = kimi_ids(fixture_bytes(f"droid/{version}__two_images__turn2.json"))
+    store = Recall(SqliteStore(":memory:"))
+    a = kimi_ids(fixture_bytes("droid/two_images__turn1_response.sse.txt"))
+    learner = StreamLearner("chat", store.remember, upstream="api.moonshot.ai:443/chat")
+    learner.feed(a)
+    learner.feed(b"")
+    store.remember(calls_in_request("chat", json.loads(raw)))  # A's history: the same declarations, re-written
+    first = run(raw, "api.moonshot.ai", store)
+    got = json.loads(first.body)["messages"]
+    assert {c.repair for c in first.changes} == {"untangle-tool-run"}
+    assert got[len(got) - 5]["tool_calls"][1]["function"]["arguments"] == B_ARGS  # A gets its own call back
+    store.remember([ToolCall("functions.Read:1", "Read", '{"file_path": "/home/bob/secret.png"}', "chat")])
+    for _ in range(2):  # B's answer, then A's again: ambiguous for as long as it is seen
+        assert store.lookup(["functions.Read:0", "functions.Read:1"]).keys() == {"functions.Read:0"}
+        store.remember(calls_in_request("chat", json.loads(raw)))
+    sent = json.loads(raw)["messages"]
+    got = json.loads(run(raw, "api.moonshot.ai", store).body)["messages"]
+    n = len(sent)
+    assert [m["role"] for m in got[n - 5:]] == ["assistant", "tool", "user", "user", "user"]  # as without memory
+    assert "secret.png" not in json.dumps(got) and "functions.Read:1" in got[n - 2]["content"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

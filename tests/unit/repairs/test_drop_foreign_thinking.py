@@ -17,6 +17,7 @@ from llmfix.memory.store import Reasoning
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import drop_foreign_thinking, settled
 from llmfix.repairs.base import Context
+from llmfix.retry import rejections
 from llmfix.route import Dialect
 from tests.upstreams.reasoning_canned import anthropic_sse, issued_turn
 from tests.upstreams.reasoning_sessions import claude_code, hear, sent
@@ -204,6 +205,40 @@ def test_the_certain_check_asks_again_once_the_upstream_rejected_a_block() -> No
     other = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None,
                     {"reasoning": s.store, "upstream": "gateway.test:443/messages"})
     assert settled.settle([repair], state, conv.items, len(conv.items), other)[0] is not None  # not its rejection
+
+
+def rejected(store: SqliteReasoningStore, block: dict[str, Any], upstream: str = ANTHROPIC) -> list[Reasoning]:
+    """Anthropic's 400 naming ``block`` (an older turn's) as retry/rejections.py reads it, noted in memory."""
+    body = {"model": MODEL, "messages": [
+        {"role": "user", "content": "q"}, {"role": "assistant", "content": [block, {"type": "text", "text": "a"}]},
+        {"role": "user", "content": "q2"}, {"role": "assistant", "content": [{"type": "text", "text": "b"}]}]}
+    error = json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message":
+                        "messages.1.content.0: Invalid `signature` in `thinking` block"}}).encode()
+    found = rejections.match("messages", 400, error)
+    assert found is not None and found.rule.facts is not None
+    facts = found.rule.facts(found, body, upstream)
+    store.note(facts)
+    return facts
+
+
+def test_a_block_taught_again_after_another_still_has_the_older_blocks_judged_again() -> None:
+    """Lessons X, Z, X: the marker changes with each, so a session settled after the first X judges its older
+    blocks again and finds Z, its own, rejected (a marker naming the last block taught would be X again)."""
+    s = Switched(foreign(Ledger(), signer="kimi"))
+    z = s.body["messages"][1]["content"][0]
+    x = {"type": "thinking", "thinking": "another session's", "signature": "x" * 40}
+    conv = parse(Dialect.MESSAGES, loads(json.dumps(s.body).encode()))
+    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, Dialect.MESSAGES)
+    ctx = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None, {"reasoning": s.store, "upstream": ANTHROPIC})
+    repair = drop_foreign_thinking.REPAIR
+    first = rejected(s.store, x)
+    state, n = settled.settle([repair], None, conv.items, 0, ctx)
+    assert state is not None and n == 1  # X is not this session's: nothing goes
+    again = [*rejected(s.store, z), *rejected(s.store, x)]
+    markers = [r.value for r in first + again if r.key == marker_key(ANTHROPIC)]
+    assert len(set(markers)) == 3  # one per lesson, the same block taught twice included
+    assert settled.settle([repair], state, conv.items, len(conv.items), ctx) == (None, 0)
+    assert run(s.body, s.store).changes[0].line().startswith("drop-foreign-thinking: messages[1]")
 
 
 def test_a_long_session_asks_one_key_and_its_new_blocks_once_a_rejection_is_known() -> None:

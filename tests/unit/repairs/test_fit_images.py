@@ -211,9 +211,41 @@ def test_images_by_url_or_file_id_are_left_alone() -> None:
     assert run(Dialect.MESSAGES, "api.anthropic.com", body).status == "untouched"
 
 
-def test_a_decompression_bomb_leaves_the_request_unchanged_with_the_reason() -> None:
-    outcome = run(Dialect.MESSAGES, "api.anthropic.com", claude(block(declared_png(30_000, 30_000))))
-    assert outcome.status == "failed" and "over llmfix's decoding bound" in (outcome.reason or "")
+def interrupted_chat(image_url: str) -> dict[str, Any]:
+    """A Chat request with an image and an interrupted tool call (no result): pair-tool-calls has work to do."""
+    return {"model": "gpt-4.1", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "see"},
+                                     {"type": "image_url", "image_url": {"url": image_url}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "user", "content": "interrupted; go on"}]}
+
+
+def test_an_image_over_llmfixs_decoding_bound_stays_as_it_is_and_the_rest_is_repaired(caplog) -> None:
+    bomb = f"data:image/png;base64,{b64(declared_png(9000, 9000))}"  # 81 megapixels once decoded
+    big = f"data:image/svg+xml;base64,{b64(SVG)}"  # the other image: still fitted
+    body = interrupted_chat(bomb)
+    body["messages"][0]["content"].append({"type": "image_url", "image_url": {"url": big}})
+    req = engine.Request(Dialect.CHAT, "api.openai.com", 443, json.dumps(body).encode(), flow_id="f1a2b3c4-5678")
+    with caplog.at_level("WARNING", logger="llmfix"):
+        outcome = engine.process(req, engine.Settings())
+    assert outcome.status == "repaired" and sorted(outcome.repairs) == ["fit-images", "pair-tool-calls"]
+    got = json.loads(outcome.body or b"")
+    assert got["messages"][0]["content"][1]["image_url"]["url"] == bomb  # byte for byte
+    assert got["messages"][0]["content"][2]["image_url"]["url"].startswith("data:image/png;base64,")
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warning.startswith("llmfix: flow f1a2b3c4 (api.openai.com:443/chat): fit-images: 1 image(s) left")
+    assert "messages[0].content[1]: image of 9000×9000 px" in warning and "decoding bound" in warning
+
+
+def test_a_long_strip_is_bounded_by_its_pixels_not_its_side() -> None:
+    strip = image_bytes("png", 3, (41_000, 8), mode="L")  # 0.3 megapixels
+    body = interrupted_chat(f"data:image/png;base64,{b64(strip)}")
+    outcome = run(Dialect.CHAT, "api.openai.com", body)
+    assert outcome.repairs == ["pair-tool-calls"]  # OpenAI takes it as it is
+    fitted = run(Dialect.MESSAGES, "api.anthropic.com", claude(block(strip)))
+    [change] = fitted.changes
+    assert "→ PNG 8000×2" in change.summary  # Anthropic's 8000 px: downscaled
 
 
 def test_a_profile_without_image_limits_does_not_look() -> None:
@@ -273,3 +305,90 @@ def test_an_image_that_cannot_be_made_small_enough_becomes_a_placeholder() -> No
     outcome = run(Dialect.MESSAGES, "tiny.example", claude(block(noise_png(64, 64))), table)
     [change] = outcome.changes
     assert "cannot be made to fit" in change.summary and change.dropped
+
+
+GEMINI = "generativelanguage.googleapis.com"  # an upstream llmfix has no profile for: "spec"
+
+
+def chat_with(*urls: str) -> dict[str, Any]:
+    return {"model": "gemini-2.5-pro", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "compare"}, *({"type": "image_url", "image_url": {"url": u}} for u in urls)]}]}
+
+
+def test_an_unknown_host_gets_the_images_the_client_sent() -> None:
+    """21 screenshots of 2560 px, an animated GIF, a mislabelled JPEG, a HEIC photo and a truncated PNG: valid for
+    Gemini (or a local server), whatever Anthropic's or OpenAI's limits are. Byte-identical."""
+    shots = [f"data:image/png;base64,{b64(image_bytes('png', k, (2560, 16)))}" for k in range(21)]
+    heic = b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64)
+    odd = [f"data:image/gif;base64,{b64(image_bytes('gif', 1, (64, 64), frames=3))}",
+           f"data:image/png;base64,{b64(image_bytes('jpeg', 2, (30, 20)))}",
+           f"data:image/heic;base64,{b64(heic)}",
+           f"data:image/png;base64,{b64(image_bytes('png', 3, (300, 20))[:-30])}"]
+    raw = json.dumps(chat_with(*shots, *odd)).encode()
+    outcome = engine.process(engine.Request(Dialect.CHAT, GEMINI, 443, raw), engine.Settings())
+    assert outcome.status == "untouched" and outcome.profile == "spec"
+
+
+@pytest.mark.parametrize("fmt", ["bmp", "tiff"])
+def test_an_unknown_host_gets_what_no_upstream_takes_as_png(fmt: str) -> None:
+    body = chat_with(f"data:image/{fmt};base64,{b64(image_bytes(fmt, 4, (33, 21)))}",
+                     f"data:image/svg+xml;base64,{b64(SVG)}")
+    outcome = run(Dialect.CHAT, GEMINI, body)
+    got = json.loads(outcome.body or b"")["messages"][0]["content"]
+    for part, size in zip(got[1:], [(33, 21), (300, 150)], strict=True):
+        head, _, data = part["image_url"]["url"].partition(",")
+        assert head == "data:image/png;base64" and decoded(data).size == size
+    assert got[0] == body["messages"][0]["content"][0]
+
+
+def test_an_unknown_host_that_learned_anthropics_limits_is_fitted_to_them() -> None:
+    from llmfix.retry.decide import Fixed
+
+    body = claude(block(image_bytes("png", 5, (8400, 60))), block(b"\x89PNG\r\n\x1a\n-truncated-"))
+    raw = json.dumps(body).encode()
+    plain = engine.process(engine.Request(Dialect.MESSAGES, "claude.gateway.test", 443, raw), engine.Settings())
+    assert plain.status == "untouched"  # not known yet: as the client sent it
+    assert rules.check("anthropic", "/v1/messages", body) is not None
+    learned = engine.Settings(quirks=Fixed((("image_limits_anthropic", True),)))
+    outcome = engine.process(engine.Request(Dialect.MESSAGES, "claude.gateway.test", 443, raw), learned)
+    assert outcome.profile == "spec+learned" and len(outcome.changes) == 2
+    assert rules.check("anthropic", "/v1/messages", json.loads(outcome.body or b"")) is None
+
+
+def test_the_next_turn_of_a_session_over_the_limits_hashes_each_image_once(monkeypatch) -> None:
+    """A Claude Code session with three screenshots over 5 MB of base64 in its history: every turn is repaired
+    again (from the image cache), and hashes each payload once — for the cache, the diff lines and the records
+    alike — the three sent and the three fitted (there is no verdict to carry over a repaired turn)."""
+    import hashlib
+
+    shots = [b64(noise_png(1200, 1200, seed=k)) for k in range(3)]
+    body = claude(*({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}}
+                    for d in shots))
+    first = run(Dialect.MESSAGES, "api.anthropic.com", body)
+    assert first.status == "repaired" and len(first.changes) == 3
+    body["messages"] += [{"role": "assistant", "content": [{"type": "text", "text": "Three screenshots."}]},
+                         {"role": "user", "content": [{"type": "text", "text": "And now?"}]}]
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    class Counting:  # the bytes each large SHA-256 went over
+        def __init__(self, data: bytes = b"") -> None:
+            self.h, self.n = real(data), len(data)
+
+        def update(self, data: bytes) -> None:
+            self.h.update(data)
+            self.n += len(data)
+
+        def digest(self) -> bytes:
+            if self.n > 65536:
+                hashed.append(self.n)
+            return self.h.digest()
+
+        def hexdigest(self) -> str:
+            return self.digest().hex()
+
+    monkeypatch.setattr(hashlib, "sha256", Counting)
+    second = run(Dialect.MESSAGES, "api.anthropic.com", body)
+    assert second.status == "repaired" and images.CACHE.hits >= 3
+    fitted = [b["source"]["data"] for b in json.loads(second.body or b"")["messages"][3]["content"][0]["content"]]
+    assert sorted(hashed) == sorted(len(d) for d in shots + fitted)

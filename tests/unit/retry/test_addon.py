@@ -10,12 +10,12 @@ import logging
 
 import pytest
 from mitmproxy import contentviews
-from mitmproxy.test import taddons, tutils
+from mitmproxy.test import tutils
 
 from llmfix.memory.store import Quirk
 from llmfix.proxy import LLMFix
 from llmfix.retry.addon import Retry
-from tests.conftest import fixture_bytes, make_flow
+from tests.conftest import fixture_bytes, llmfix_with, make_flow
 from tests.upstreams.errors import XAI_DESERIALIZE, XAI_INVALID_ARGUMENT
 
 XAI = fixture_bytes("pi-ai/xai_responses.json")
@@ -24,11 +24,8 @@ REJECTION = json.dumps({"code": XAI_INVALID_ARGUMENT, "error": f"{XAI_DESERIALIZ
 
 @pytest.fixture
 def addons():
-    fix = LLMFix()
-    retry = Retry(fix)
-    with taddons.context(fix, retry) as tctx:
-        tctx.configure(fix, llmfix_memory=":memory:")
-        yield fix, retry, tctx
+    with llmfix_with(Retry) as got:
+        yield got
 
 
 async def rejected_flow(fix: LLMFix, host: str = "gw.test", status: int = 422, body: bytes = REJECTION):
@@ -117,3 +114,26 @@ async def test_a_recorded_flow_read_offline_is_never_resent(addons, caplog) -> N
     with caplog.at_level(logging.INFO, logger="llmfix"):
         await retry.response(f)
     assert "retry" not in caplog.text and f.response.content == REJECTION and fix.quirks.quirks() == []
+
+
+async def test_the_decision_runs_the_engine_as_the_request_did_so_an_image_to_convert_never_blocks_it(addons) -> None:
+    """On the event loop, a body holding an image the engine must convert is deferred to a worker thread
+    (LLMFix.run); the retry's decision runs its trial repairs the same way, so a flag still proves useful."""
+    from llmfix import engine
+    from llmfix.retry import decide, rejections
+    from llmfix.route import Dialect
+    from tests.images import data_url
+
+    fix, _retry, _ = addons
+    body = json.loads(XAI)
+    svg = data_url(b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 20"><rect width="9" height="9"/></svg>',
+                   "image/svg+xml")  # converted for every upstream: no upstream takes an SVG
+    body["input"].append({"type": "message", "role": "user",
+                          "content": [{"type": "input_image", "image_url": svg, "detail": "auto"}]})
+    raw = json.dumps(body).encode()
+    found = rejections.match("responses", 422, REJECTION)
+    assert found is not None
+    d = await decide.decide(found, 422, engine.Request(Dialect.RESPONSES, "gw.test", 443, raw), raw, fix.settings,
+                            fix.run)
+    assert d.outcome is not None, d.why
+    assert ("responses_tool_output_array", False) in d.useful

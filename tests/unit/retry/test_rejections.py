@@ -91,6 +91,48 @@ KNOWN = [
                                      "expected `text` at line 1 column 4410"), "messages-image-in-tool-result",
      (("anthropic_tool_result_media", False),)),
 ]
+
+def openrouter_shape(provider_body: bytes, provider: str = "Anthropic") -> bytes:
+    """OpenRouter's relay of a provider's rejection: its text inside ``metadata.raw`` (LaoshuBaby/liulianmao #11)."""
+    return json.dumps({"error": {"message": "Provider returned error", "code": 400,
+                                 "metadata": {"raw": provider_body.decode(), "provider_name": provider,
+                                              "is_byok": False}}, "user_id": "user_1"}).encode()
+
+
+ANTHROPIC_IMAGES = (("image_limits_anthropic", True),)
+OPENAI_IMAGES = (("image_limits_openai", True),)
+IMAGES = [  # what a gateway in front of Claude or GPT relays, on any of the three APIs
+    ("messages", 400, anthropic_shape("messages.44.content.1.image.source.base64: image exceeds 5 MB maximum: "
+                                      "11641928 bytes > 5242880 bytes"), "image-anthropic-too-large", ANTHROPIC_IMAGES),
+    ("chat", 400, anthropic_shape("messages.3.content.0.content.0.image.source.base64.data: At least one of the image "
+                                  "dimensions exceed max allowed size: 8000 pixels"),
+     "image-anthropic-too-many-pixels", ANTHROPIC_IMAGES),
+    ("messages", 400, anthropic_shape("messages.9.content.2.image.source.base64.data: At least one of the image "
+                                      "dimensions exceed max allowed size for many-image requests: 2000 pixels"),
+     "image-anthropic-too-many-pixels", ANTHROPIC_IMAGES),
+    ("messages", 400, anthropic_shape("messages.2.content.0.image.source.base64.data: Image does not match the "
+                                      "provided media type image/png"), "image-anthropic-media-type", ANTHROPIC_IMAGES),
+    ("chat", 400, openrouter_shape(anthropic_shape("messages.0.content.1.image.source.base64: The image was "
+                                                   "specified using the image/jpeg media type, but the image appears "
+                                                   "to be a image/png image")),
+     "image-anthropic-media-type", ANTHROPIC_IMAGES),
+    ("messages", 400, anthropic_shape("messages.1.content.0.image.source.base64.media_type: Input should be "
+                                      "'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"),
+     "image-anthropic-media-type", ANTHROPIC_IMAGES),
+    ("messages", 400, anthropic_shape("Could not process image"), "image-anthropic-undecodable",
+     (("image_undecodable_refused", True),)),
+    ("responses", 400, openai_shape("The image data you provided does not represent a valid image. Please check your "
+                                    "input and try again with one of the supported image formats: ['image/jpeg', "
+                                    "'image/png', 'image/gif', 'image/webp'].", "input"),
+     "image-openai-invalid", OPENAI_IMAGES),
+    ("chat", 400, openai_shape("You uploaded an unsupported image. Please make sure your image has of one the "
+                               "following formats: ['png', 'jpeg', 'gif', 'webp']."), "image-openai-invalid",
+     OPENAI_IMAGES),
+    ("responses", 400, openai_shape("Invalid 'input[5].output[0].image_url': string too long. Expected a string with "
+                                    "maximum length 20971520, but got a string with length 21000000 instead."),
+     "image-openai-url-too-long", OPENAI_IMAGES),
+]
+KNOWN += IMAGES
 SYSTEM = [  # issue 12's flag: the rows exist now and start teaching once the flag does
     ("messages", 400, deepseek_shape(f"{SERDE}: messages[1].role: unknown variant `system`, expected `user` or "
                                      "`assistant` at line 1 column 1932"), "messages-system-role-serde"),
@@ -178,6 +220,16 @@ def test_an_error_body_that_is_plain_text_still_matches() -> None:
                    {"role": "tool", "tool_call_id": "c",
                     "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]},
      "chat-image-in-tool-message"),
+    ("anthropic", "/v1/messages", {"messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 5_242_884}}]}]},
+     "image-anthropic-too-large"),
+    ("anthropic", "/v1/messages", {"messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]},
+     "image-anthropic-undecodable"),
+    ("openai", "/v1/chat/completions", {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}, "image-openai-invalid"),
+    ("openai", "/v1/responses", {"input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}]}, "image-openai-invalid"),
 ])
 def test_what_the_strict_mocks_answer_is_recognised(rule_set, path, body, rule) -> None:
     """The mock upstreams' texts (the same the e2e tests meet) are the table's, status and shape included."""
