@@ -16,9 +16,11 @@ from typing import Any, Literal
 
 from llmfix import images
 from llmfix.body import codec, media
+from llmfix.body.answers import Answers
 from llmfix.body.conversation import BadBody, Conversation, loads, parse, serialize, typed
 from llmfix.body.haystack import Searchable, haystack
-from llmfix.body.prefix import Answers, Entry, Hit, PrefixCache, answers_for, between, split
+from llmfix.body.locate import between, split
+from llmfix.body.prefix import Entry, Hit, PrefixCache, answers_for
 from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall

@@ -24,7 +24,7 @@ seed is random, so it cannot be aimed at), the bytes after the array are P's own
 elements to the open array.
 
 Where marks are. The end of P's array is one: ``head`` is the ``]``'s offset without the whitespace before
-it, found from P's parsed object (:func:`split`), never guessed. The end of each of P's last :data:`BACK`
+it, found from P's parsed object (``locate.split``), never guessed. The end of each of P's last :data:`BACK`
 items is one when it can be located exactly — the bytes right before it are ``,`` + the item's compact
 JSON (``orjson.dumps`` of the parsed item, compared byte for byte: a client that writes its items
 otherwise gets no mark for them) — so that a client that changes its last items on the next turn is
@@ -55,11 +55,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-import pydantic_core
 import xxhash
 
-from llmfix.body.haystack import Haystack, Searchable, find, find_outside_payloads, haystack
+from llmfix.body.answers import Answers
+from llmfix.body.locate import BACK, between, own_marks
 
 MAX_ENTRIES = 1024
 MAX_WEIGHT = 96 * 1024 * 1024
@@ -68,8 +67,7 @@ MIN_SIZE = 16 * 1024
 """Smaller bodies parse in well under a millisecond: not worth a cache entry."""
 
 MAX_MARKS = 8
-BACK = 4
-"""Marks kept per entry (the newest), and how many of a body's own last items are given one."""
+"""Marks kept per entry (the newest); a body's own last :data:`llmfix.body.locate.BACK` items are given one."""
 PROBE = 16
 """Bytes before a mark compared before its digest is computed."""
 WALK = 512
@@ -114,164 +112,7 @@ class Hit:
         return self.count < self.entry.count
 
 
-def _loads(data: bytes) -> Any:
-    """The parser of the full path (``body.conversation.loads``), so both read a body alike."""
-    return pydantic_core.from_json(data, allow_inf_nan=False)
-
-
-def _tail_candidates(data: bytes, first_tail_key: str | None) -> list[int]:
-    """Offsets of ``]`` that may close the message array, leftmost first."""
-    if first_tail_key is None:  # the array is the last member: ``]`` then only whitespace and ``}``
-        end = len(data.rstrip())
-        if end and data[end - 1 : end] == b"}":
-            inner = len(data[: end - 1].rstrip())
-            if inner and data[inner - 1 : inner] == b"]":
-                return [inner - 1]
-        return []
-    key = orjson.dumps(first_tail_key)
-    out: list[int] = []
-    pos = find(data, key)
-    while pos >= 0 and len(out) < 8:  # each ``"key"`` preceded by ``]``, ``,`` and whitespace only
-        before = data[max(0, pos - 64) : pos].rstrip()
-        if before.endswith(b","):
-            before = before[:-1].rstrip()
-            if before.endswith(b"]"):
-                out.append(max(0, pos - 64) + len(before) - 1)
-        pos = find(data, key, pos + 1)
-    return out
-
-
-def split(data: bytes, body: dict[str, Any], key: str) -> int | None:
-    """The offset of the ``]`` closing ``body[key]`` in ``data`` (see the module docstring), or None.
-
-    ``e`` must be the end of a top-level member: the tail must parse (as ``{`` + its members) to exactly
-    the body's members after the array (a ``]`` inside a string or a nested value leaves it unbalanced);
-    among the candidates the leftmost is taken, and none is given when a member before the array is itself
-    an array or the tail names the array's key (the only ways a duplicate top-level key could make that
-    member another one)."""
-    keys = list(body)
-    if key not in body or not isinstance(body[key], list) or not body[key]:
-        return None
-    at = keys.index(key)
-    if any(isinstance(body[k], list) for k in keys[:at]):
-        return None
-    after = keys[at + 1 :]
-    want = {k: body[k] for k in after}
-    for e in _tail_candidates(data, after[0] if after else None):
-        rest = data[e + 1 :].lstrip()
-        if not after:
-            return e
-        if not rest.startswith(b","):
-            continue
-        if orjson.dumps(key) in rest:
-            return None
-        try:  # the same bytes as the members written compactly: certain without parsing them again
-            if rest[1:].rstrip() == orjson.dumps(want)[1:]:
-                return e
-        except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): parse
-            pass
-        try:
-            got = _loads(b"{" + rest[1:])
-        except ValueError:
-            continue
-        if got == want and list(got) == after:
-            return e
-    return None
-
-
-def between(data: bytes, offset: int, end: int) -> list[Any] | None:
-    """The items between a mark at ``offset`` and the array's end at ``end``: [] when there are none, None when
-    the bytes there are not ``,`` + complete JSON values."""
-    middle = data[offset:end].strip()
-    if not middle:
-        return []
-    if not middle.startswith(b","):
-        return None
-    try:
-        new = _loads(b"[" + middle[1:] + b"]")
-    except ValueError:
-        return None
-    # a lone "," before the "]" is no value: invalid JSON, not an append
-    return new if isinstance(new, list) and new else None
-
-
-def _own_marks(data: bytes, raw: list[Any], first: int, head: int, since: int) -> list[tuple[int, int]]:
-    """``(offset, count)`` for the last :data:`BACK` items of the array after its first ``since``, where
-    ``raw`` are its items from index ``first`` on and ``head`` the end of the last one: the offset where
-    each one's ``,`` starts, found by comparing the bytes before ``head`` with their compact JSON."""
-    out: list[tuple[int, int]] = []
-    pos = head
-    n = first + len(raw)
-    for j in range(n - 1, max(since, n - BACK, first - 1), -1):
-        try:
-            item = orjson.dumps(raw[j - first])
-        except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): no mark
-            break
-        start = pos - len(item)
-        if start < 1 or data[start:pos] != item or data[start - 1 : start] != b",":
-            break
-        pos = start - 1
-        out.append((pos, j))
-    return out[::-1]
-
-
 _SPACE = frozenset(b" \t\r\n")
-
-MARGIN = 64
-"""Needles longer than this are searched in the whole body (none of llmfix's is)."""
-
-
-class Answers:
-    """``needle in body`` (as :func:`llmfix.body.haystack.haystack` answers it), remembering where each needle
-    first occurs (-1: nowhere) so that a body extending this one can answer from it.
-
-    For B, found as P's first ``count`` items (ending at ``a``) + new items + P's tail (starting at ``b`` in
-    B): a needle whose first match in P ends before ``a`` is in B there (the same bytes); one whose first
-    match is in P's tail is in B's; one P has nowhere can only be in B's new bytes, searched with
-    :data:`MARGIN` bytes of context on each side; and one whose first match in P was in the items B replaced
-    (Claude Code's moving breakpoint) is searched in all of B from ``a``. Searched by the haystack's rule
-    (base64 payloads skipped in a large body), so the answer is the haystack's — but for a match that
-    straddles ``a`` inside a payload, which the raw bytes around ``a`` answer (llmfix's needles are key and
-    value bytes; only ``mediaType`` is even made of base64 letters).
-    """
-
-    __slots__ = ("_data", "_hay", "_known", "_region", "answers")
-
-    def __init__(self, data: bytes, known: dict[bytes, int] | None = None,
-                 region: tuple[int, int, int] = (0, 0, 0)) -> None:
-        self._data = data
-        self._hay: Searchable | None = None
-        self._known = known
-        self._region = region  # (a, b, where P's tail starts in P)
-        self.answers: dict[bytes, int] = {}
-
-    def __contains__(self, needle: bytes) -> bool:
-        got = self.answers.get(needle)
-        if got is None:
-            known = self._known
-            if known is not None and len(needle) <= MARGIN and needle in known:
-                got = self._from_known(needle, known[needle])
-            else:
-                if self._hay is None:
-                    self._hay = haystack(self._data)
-                hay = self._hay  # bytes (a small body), or a Haystack: outside base64 payloads
-                got = hay.find(needle) if isinstance(hay, Haystack) else find(hay, needle)
-            self.answers[needle] = got
-        return got >= 0
-
-    def _from_known(self, needle: bytes, pos: int) -> int:
-        a, b, tail = self._region
-        if pos >= 0 and pos + len(needle) <= a:
-            return pos
-        if pos >= tail:
-            return pos - tail + b
-        data = self._data
-        end = b + MARGIN if pos < 0 else len(data)
-        # from a on, the haystack's own rule (``a`` ends an item: outside every string, so its payload spans are
-        # the whole body's); a match straddling ``a`` is looked for in the raw bytes around it
-        near = data.find(needle, max(0, a - len(needle) + 1), min(a + len(needle) - 1, end))
-        return near if near >= 0 else find_outside_payloads(data, needle, a, end)
-
 
 def answers_for(data: bytes, hit: Hit | None) -> Answers:
     """The needle answers for ``data``: from the kept body it appends to when there is one."""
@@ -454,7 +295,7 @@ class PrefixCache:
             head -= 1
         since = hit.count if hit is not None else 0
         carried = [m for m in hit.entry.marks if m.count <= since] if hit is not None else []
-        wanted = _own_marks(data, raw, first, head, since)
+        wanted = own_marks(data, raw, first, head, since)
         if not wanted or wanted[-1][1] < count:
             wanted.append((head, count))
         hasher = hit.hasher.copy() if hit is not None and hit.hasher is not None else self.hasher()

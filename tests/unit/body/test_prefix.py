@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from llmfix import engine
-from llmfix.body.prefix import Entry, PrefixCache, answers_for, split
+from llmfix.body.locate import split
+from llmfix.body.prefix import Entry, PrefixCache, answers_for
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.route import Dialect
