@@ -29,6 +29,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOOPBACK_SCRIPT = Path(__file__).resolve().with_name("loopback_upstream.py")
+FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 MITMDUMP = Path(sys.executable).parent / "mitmdump"
 LISTENING = re.compile(r"listening at (?:http://)?127\.0\.0\.1:(\d+)")
 READY = "llmfix-harness: ready"
@@ -198,6 +199,17 @@ def sdk_kwargs(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, An
     kwargs = {k: v for k, v in body.items() if k in names and k != "stream"}
     extra = {k: v for k, v in body.items() if k not in names and k not in ("stream", "stream_options")}
     return {**kwargs, "extra_body": extra} if extra else kwargs
+
+
+def loopback_proxy(upstream: Any, confdir: Path, *, llmfix: bool = True, mode: str | None = None,
+                   **options: str) -> Mitmdump:
+    """A real mitmdump sending every flow to ``upstream`` (a loopback mock): with llmfix (its memory in RAM unless
+    ``llmfix_memory`` is given) or bare (``llmfix=False``, the control that shows the upstream's rejection)."""
+    scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
+    opts = {"loopback_upstream": upstream.address, **options}
+    if llmfix:
+        opts.setdefault("llmfix_memory", ":memory:")
+    return Mitmdump(scripts=scripts, options=opts, confdir=confdir, mode=mode)
 
 
 def module_proxy(label: str, start: Callable[[Any, Path], Mitmdump], upstream: Callable[[], Any]) -> tuple[Any, ...]:

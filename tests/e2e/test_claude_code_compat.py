@@ -20,13 +20,12 @@ import httpx
 import httpx2
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump, MitmdumpError
+from tests.e2e.harness import FIX_SCRIPT, Mitmdump, MitmdumpError, loopback_proxy
 from tests.upstreams.canned import MOCK_TEXT
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import ORIGINAL_HOST_HEADER, MockUpstream, RecordedRequest
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 CC = "claude-code/single_png__turn2.json"
 SONNET = "claude-code/sonnet45__single_png__turn2.json"
 KEY = "sk-test-not-a-real-key-12"
@@ -41,11 +40,7 @@ VENDORS = [  # host, base path Claude Code is given, status without llmfix, a pi
 
 def start(upstream: MockUpstream, confdir: Path, *, llmfix: bool = True, mode: str | None = None,
           **options: str) -> Mitmdump:
-    scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
-    opts = {"loopback_upstream": upstream.address, **options}
-    if llmfix:
-        opts.setdefault("llmfix_memory", ":memory:")
-    return Mitmdump(scripts=scripts, options=opts, confdir=confdir, mode=mode)
+    return loopback_proxy(upstream, confdir, llmfix=llmfix, mode=mode, **options)
 
 
 @pytest.fixture(scope="module")

@@ -25,24 +25,19 @@ import openai
 import pytest
 from PIL import Image
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import Mitmdump, loopback_proxy
 from tests.e2e.harness import sdk_kwargs as _split
 from tests.images import b64, data_url, image_bytes, noise_png, padded_png
 from tests.upstreams.captures import capture_json
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = pytest.mark.timeout(240)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 CONVERTED = "llmfix: image converted"
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 320 200"><rect x="9" y="9" width="30" height="9"/></svg>'
 
 
 def start(upstream: MockUpstream, confdir: Path, *, llmfix: bool) -> Mitmdump:
-    scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
-    opts = {"loopback_upstream": upstream.address}
-    if llmfix:
-        opts.update(llmfix_memory=":memory:", termlog_verbosity="debug")
-    return Mitmdump(scripts=scripts, options=opts, confdir=confdir)
+    return loopback_proxy(upstream, confdir, llmfix=llmfix, **({"termlog_verbosity": "debug"} if llmfix else {}))
 
 
 @pytest.fixture(scope="module")

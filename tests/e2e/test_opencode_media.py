@@ -21,13 +21,12 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import Mitmdump, loopback_proxy
 from tests.property import promises
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 XAI = "opencode/xai-builtin__grok-4__two_png__turn2.json"
 DEEPSEEK = "opencode/chat__deepseek-chat__single_png__turn2.json"
 VISION = "opencode/chat__mock-vision__two_png__turn2.json"
@@ -35,11 +34,7 @@ KEY = "sk-test-not-a-real-key-opencode"
 
 
 def start(upstream: MockUpstream, confdir: Path, *, llmfix: bool = True, **options: str) -> Mitmdump:
-    scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
-    opts = {"loopback_upstream": upstream.address, "connection_strategy": "lazy", **options}
-    if llmfix:
-        opts.setdefault("llmfix_memory", ":memory:")
-    return Mitmdump(scripts=scripts, options=opts, confdir=confdir)
+    return loopback_proxy(upstream, confdir, llmfix=llmfix, connection_strategy="lazy", **options)
 
 
 @pytest.fixture(scope="module")

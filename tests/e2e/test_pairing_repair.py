@@ -22,25 +22,20 @@ import httpx2
 import openai
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import Mitmdump, loopback_proxy
 from tests.e2e.harness import sdk_kwargs as _split
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = [pytest.mark.timeout(180),
               pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")]
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 CODEX_CALL = "call_mock883ae17f536f41f8a10f_0"
 CC_CALL = "toolu_mock_003_0"
 CONTENT_KEYS = frozenset({"text", "content", "output", "url", "image_url", "data"})
 
 
-def start(upstream: MockUpstream, confdir: Path, *, llmfix: bool = True) -> Mitmdump:
-    scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
-    options = {"loopback_upstream": upstream.address, "connection_strategy": "lazy"}
-    if llmfix:
-        options["llmfix_memory"] = ":memory:"
-    return Mitmdump(scripts=scripts, options=options, confdir=confdir)
+def start(upstream: MockUpstream, confdir: Path, *, llmfix: bool = True, **options: str) -> Mitmdump:
+    return loopback_proxy(upstream, confdir, llmfix=llmfix, connection_strategy="lazy", **options)
 
 
 @pytest.fixture(scope="module")

@@ -8,28 +8,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import Mitmdump, loopback_proxy
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 XAI = ["pi-ai/xai_responses.json", "pi-ai/xai_responses_image_only.json", "pi-ai/xai_responses_parallel_tools.json"]
 JSON = {"content-type": "application/json"}
 
 
-def start(upstream: MockUpstream, confdir, *, llmfix: bool = True, **options: str) -> Mitmdump:
-    scripts = [FIX_SCRIPT, LOOPBACK_SCRIPT] if llmfix else [LOOPBACK_SCRIPT]
-    opts = {"loopback_upstream": upstream.address, "connection_strategy": "lazy", **options}
-    if llmfix:
-        opts.setdefault("llmfix_memory", ":memory:")
-    return Mitmdump(scripts=scripts, options=opts, confdir=confdir)
+def start(upstream: MockUpstream, confdir: Path, *, llmfix: bool = True, **options: str) -> Mitmdump:
+    return loopback_proxy(upstream, confdir, llmfix=llmfix, connection_strategy="lazy", **options)
 
 
 @pytest.fixture(scope="module")
