@@ -26,7 +26,7 @@ from tests.property import promises
 from tests.property.breakage import broken_conversation
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS, PATHS, Conversation
-from tests.property.test_promises import MEMORY_MODES, idempotent_and_deterministic, llmfix, send
+from tests.property.test_promises import idempotent_and_deterministic, send, turn_after_turn
 
 NOT_RECORDED = "No result was recorded for tool call"
 
@@ -72,16 +72,7 @@ def check_turn(settings: Any, conv: Conversation, turns: int, mode: str) -> list
 @BUDGET
 @given(data=st.data())
 def test_broken_histories_are_repaired_turn_after_turn(dialect: str, host: str, data: st.DataObject) -> None:
-    conv = data.draw(broken_conversation(dialect, host), label="conversation")
-    mode = data.draw(st.sampled_from(MEMORY_MODES), label="memory")
-    event(f"memory: {mode}")
-    with llmfix(mode, conv.calls) as settings:
-        previous: list[Any] | None = None
-        for turns in range(1, len(conv.chunks) + 1):
-            items = check_turn(settings, conv, turns, mode)
-            if previous is not None:
-                promises.is_prefix(previous, items)
-            previous = items
+    turn_after_turn(data, data.draw(broken_conversation(dialect, host), label="conversation"), check_turn)
 
 
 @pytest.mark.parametrize("dialect", ["chat", "responses", "messages"])

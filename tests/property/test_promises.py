@@ -20,7 +20,7 @@ each request finished before the next, as mitmproxy would report it), and for ev
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -103,18 +103,24 @@ def idempotent_and_deterministic(settings: Settings, conv: Conversation, raw: by
     assert promises.body_of(raw, send(settings, conv, raw, f"t{turns}-repeat"))[0] == out, "not deterministic (warm)"
 
 
-@pytest.mark.parametrize("host", list(HOSTS))
-@pytest.mark.parametrize("dialect", list(CONVERSATIONS))
-@BUDGET
-@given(data=st.data())
-def test_promises_hold_turn_after_turn(dialect: str, host: str, data: st.DataObject) -> None:
-    conv = data.draw(CONVERSATIONS[dialect](host), label="conversation")
+def turn_after_turn(data: st.DataObject, conv: Conversation,
+                    check: Callable[[Settings, Conversation, int, str], list[Any]]) -> None:
+    """Every turn of ``conv`` through one llmfix (a drawn memory mode), ``check``-ed, each turn's items a prefix of
+    the next one's (prefix-stable)."""
     mode = data.draw(st.sampled_from(MEMORY_MODES), label="memory")
     event(f"memory: {mode}")
     with llmfix(mode, conv.calls) as settings:
         previous: list[Any] | None = None
         for turns in range(1, len(conv.chunks) + 1):
-            items = check_turn(settings, conv, turns, mode)
+            items = check(settings, conv, turns, mode)
             if previous is not None:
                 promises.is_prefix(previous, items)
             previous = items
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+@pytest.mark.parametrize("dialect", list(CONVERSATIONS))
+@BUDGET
+@given(data=st.data())
+def test_promises_hold_turn_after_turn(dialect: str, host: str, data: st.DataObject) -> None:
+    turn_after_turn(data, data.draw(CONVERSATIONS[dialect](host), label="conversation"), check_turn)
