@@ -60,10 +60,13 @@ def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
     if not isinstance(body, dict):
         return None
     dialect = dialect_of(path)
+    # an unknown host ("spec") is not held to a vendor's image limits: llmfix sends it the images the client sent,
+    # until a rejection relayed from the vendor behind it teaches otherwise (profiles.py, the image_limits flags)
+    images = rules != "spec"
     if dialect == "responses":
         if rules == "xai":
             return responses_rules.check_xai(body) or image_rules.check_xai(dialect, body)
-        return responses_rules.check_openai(body) or image_rules.check_openai_responses(body)
+        return responses_rules.check_openai(body) or (image_rules.check_openai_responses(body) if images else None)
     if dialect == "chat":
         if rules == "deepseek":
             return chat_rules.check_deepseek(body) or reasoning_rules.check_deepseek(body)
@@ -71,8 +74,8 @@ def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
             return chat_rules.check_openai(body) or reasoning_rules.check_kimi(body)
         if rules == "xai":
             return chat_rules.check_xai(body) or image_rules.check_xai(dialect, body)
-        return chat_rules.check_openai(body) or image_rules.check_openai_chat(body)
+        return chat_rules.check_openai(body) or (image_rules.check_openai_chat(body) if images else None)
     if dialect == "messages":
         return compat_rules.check(rules, body) or messages_rules.check(body) or (
-            image_rules.check_anthropic(body) if rules in ("anthropic", "spec") else None)
+            image_rules.check_anthropic(body) if rules == "anthropic" else None)
     return None
