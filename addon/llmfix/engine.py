@@ -229,7 +229,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         # an item of the known prefix: the whole body, typed now
         conv = _whole(req.dialect, data)
     # the repairs before the first unsure one change nothing: the rest see the items as sent
-    items, changes = pipeline.run(conv.items, ctx, todo[sure:])
+    items, changes = pipeline.run(conv.items, ctx, todo[sure:], settings.enabled)
     if observe:
         window = settings.window
         if changes or record is None:

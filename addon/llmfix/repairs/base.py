@@ -55,6 +55,9 @@ class Repair:
     dialects: frozenset[Dialect] = frozenset()
     """The dialects it applies to (empty: those of its needles)."""
     doc: str = ""
+    brings_media: bool = False
+    """It may put back media that the body's bytes do not hold (from llmfix's memory): when it does, the repairs
+    after it run although their needles were not in the body, since its output may hold what they look for."""
 
     def __post_init__(self) -> None:
         if not self.dialects:
@@ -63,8 +66,9 @@ class Repair:
             module = sys.modules.get(getattr(self.apply, "__module__", ""))
             object.__setattr__(self, "doc", (module.__doc__ if module is not None else None) or "")
 
-    def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable) -> bool:
+    def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable | None) -> bool:
+        """Whether it may change a body of ``dialect`` for ``profile``; ``body`` None: whatever the bytes hold."""
         if dialect not in self.dialects or not self.wanted(profile, dialect):
             return False
         needles = self.needles.get(dialect)
-        return not needles or any(n in body for n in needles)
+        return not needles or body is None or any(n in body for n in needles)

@@ -73,10 +73,22 @@ def candidates(ctx_dialect: Any, profile: Any, body: Searchable, enabled: frozen
     return [r for r in PIPELINE if r.name in enabled and r.might_apply(ctx_dialect, profile, body)]
 
 
-def run(items: list[Any], ctx: Context, repairs: list[Repair]) -> tuple[list[Any], list[Change]]:
-    """Run ``repairs`` in order; each sees the previous one's output."""
+def run(items: list[Any], ctx: Context, repairs: list[Repair],
+        enabled: frozenset[str] | None = None) -> tuple[list[Any], list[Change]]:
+    """Run ``repairs`` in order; each sees the previous one's output. When one that brings media back from memory
+    changed something, the ``enabled`` repairs after it that the profile wants run as well, whatever their needles
+    found in the body: the media it put back are what they look for (an image restored into a tool result that is
+    over the upstream's limits, or for a model that takes none)."""
     changes: list[Change] = []
-    for repair in repairs:
+    queue = list(repairs)
+    k = 0
+    while k < len(queue):
+        repair = queue[k]
         items, more = repair.apply(items, ctx)
         changes.extend(more)
+        k += 1
+        if more and repair.brings_media and enabled is not None:
+            later = PIPELINE[PIPELINE.index(repair) + 1 :]
+            queue[k:] = [r for r in later if r in queue[k:] or (
+                r.name in enabled and r.might_apply(ctx.dialect, ctx.profile, None))]
     return items, changes

@@ -152,5 +152,5 @@ def _extend(state: Ids | None, items: list[Any], start: int, ctx: Context) -> Id
     return ids
 
 
-REPAIR = Repair(NAME, _apply, extend=_extend, needles={
+REPAIR = Repair(NAME, _apply, extend=_extend, brings_media=True, needles={
     Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',), Dialect.MESSAGES: (b"tool_result",)})

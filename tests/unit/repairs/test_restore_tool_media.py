@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import io
 import json
 from typing import Any
+
+from PIL import Image
 
 from llmfix import engine
 from llmfix.memory.media_window import MediaWindow
 from llmfix.route import Dialect
 from tests.conftest import fixture_json
+from tests.images import b64, image_bytes
 
 CODEX = fixture_json("codex/turn2_request.json")
 CALL = CODEX["input"][-1]["call_id"]
@@ -129,3 +134,24 @@ def test_responses_client_to_anthropic_upstream_converts_the_image() -> None:
     block = got["messages"][1]["content"][0]["content"][0]
     assert block["type"] == "image" and block["source"]["media_type"] == "image/png"
     assert IMAGE["image_url"].endswith(block["source"]["data"])
+
+
+def test_an_image_put_back_is_fitted_in_the_same_request() -> None:
+    """The gateway's body holds no image, so fit-images' needles are not in it; the image restore-tool-media puts
+    back is still over Anthropic's 8000 px limit and must be fitted before it is sent, not on the next turn."""
+    w = MediaWindow(0.0)
+    wide = b64(image_bytes("png", size=(8200, 2)))
+    client = copy.deepcopy(CODEX)  # a Responses client behind an unknown gateway: llmfix sends it the image as is
+    client["input"][-1]["output"] = [{"type": "input_image", "image_url": f"data:image/png;base64,{wide}"}]
+    assert send(client, "client", w, host="gateway.example").status == "untouched"
+    msgs = {"model": "claude-x", "max_tokens": 10, "messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": CALL, "name": "view_image", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": CALL, "content": ""}]}]}
+    assert b'"image"' not in json.dumps(msgs).encode()  # fit-images' needle for Messages
+    result = send(msgs, "gateway", w, Dialect.MESSAGES, "api.anthropic.com")
+    assert [c.repair for c in result.changes] == ["restore-tool-media", "fit-images"]
+    block = json.loads(result.body)["messages"][1]["content"][0]["content"][0]
+    with Image.open(io.BytesIO(base64.b64decode(block["source"]["data"]))) as im:
+        assert im.size == (8000, 2)
+    again = send(json.loads(result.body), "gateway-again", w, Dialect.MESSAGES, "api.anthropic.com")
+    assert again.status == "untouched"
