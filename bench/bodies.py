@@ -196,7 +196,7 @@ def million_messages() -> bytes:
     return b'{"model":"gpt-4.1","messages":[' + b",".join([item] * 1_000_000) + b"," + run + b"]}"
 
 
-# ------------------------------------------------------------------------- history-size sweep (issue 15)
+# ------------------------------------------------------------------------- history-size sweep ----------
 #
 # A long agent session resends its whole history on every turn, and nearly every such request needs no
 # repair. Each builder below takes one real capture (its system prompt, tools and last tool round trip

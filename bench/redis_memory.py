@@ -1,4 +1,4 @@
-"""The Redis memory's cost (issue 16), measured in one run on loopback against the embedded SQLite store.
+"""The Redis memory's cost, measured in one run on loopback against the embedded SQLite store.
 
     uv run python bench/redis_memory.py            # ≈1–2 min on 2 cores
     uv run python bench/redis_memory.py --quick    # smoke run (< 40 s)

@@ -1,4 +1,4 @@
-"""llmfix's cost against bare mitmdump, measured in one run on loopback (issue 5).
+"""llmfix's cost against bare mitmdump, measured in one run on loopback.
 
     uv run python bench/run.py            # full run (≈6–9 min on 2 cores)
     uv run python bench/run.py --quick    # smoke run (< 1 min)
@@ -667,7 +667,7 @@ class Bench:
         self.raw["stall"] = res
 
 
-    # -- history-size sweep (issue 15) --------------------------------------------------------
+    # -- history-size sweep --------------------------------------------------------
 
     def sweep_cell(self, key: str, dialect: str, host: str, base: bytes, items: int, what: str) -> None:
         """One no-repair session through bare / llmfix / control, request by request in rotating order
@@ -1149,7 +1149,7 @@ def main(argv: list[str] | None = None) -> int:
           "SSE baseline: bare mitmdump with `--set stream_large_bodies=1` (it buffers SSE otherwise).", "",
           table(b.rows)]
     if sweep_md := b.sweep_table():
-        md += ["", "History-size sweep (issue 15): requests that need no repair, bare / llmfix / control alternating "
+        md += ["", "History-size sweep: requests that need no repair, bare / llmfix / control alternating "
                "request by request. *ratio* = llmfix/bare proxy CPU per request (target ≤ 1.10), *Δ* = median "
                "latency llmfix − bare (target ≤ +1 ms), *control* columns = the second bare against bare (noise), "
                "*added CPU per MB* = (llmfix − bare) CPU per request / body MB (target: flat from 200 KB to 5 MB); "

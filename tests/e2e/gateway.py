@@ -7,7 +7,7 @@ it on to its upstream through an HTTP(S) proxy (llmfix) — so llmfix sees both 
   becomes ``""``, text + image becomes the text (axonhub ``outbound_convert.go`` before PR #2117).
   Anthropic in, Anthropic out: image blocks leave ``tool_result`` content the same way.
 - ``mode="to-chat"``: Responses in, Chat Completions out, images left inside the ``role:"tool"``
-  message (axonhub's older Chat outbound, issue #2179).
+  message (axonhub's older Chat outbound, axonhub #2179).
 
 Bounded: every socket has a timeout, the server stops on exit.
 """

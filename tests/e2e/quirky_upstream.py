@@ -1,4 +1,4 @@
-"""A strict mock upstream with extra vendor quirks, for the repair-and-retry tests (issue 14).
+"""A strict mock upstream with extra vendor quirks, for the repair-and-retry tests.
 
 ``QuirkyUpstream(rules, extra)`` answers like ``MockUpstream(rules)`` except that ``extra(path, body)``
 is asked first and its `Rejection`, if any, is the answer. The vendors it plays have no llmfix

@@ -1,4 +1,4 @@
-"""mitmweb shows what llmfix did, proven in a real browser; the capture command works from mitmweb (issue 7).
+"""mitmweb shows what llmfix did, proven in a real browser; the capture command works from mitmweb.
 
 A real ``mitmweb -s addon/fix.py`` on loopback, a strict mock upstream behind the loopback redirect, the
 pi-ai xAI request sent through it with httpx, and Debian's Chromium driven by Playwright: the flow's

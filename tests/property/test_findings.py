@@ -1,4 +1,4 @@
-"""The smallest failing examples of what issue 6's generated and hostile inputs found, kept as regression tests.
+"""The smallest failing examples of what the generated and hostile inputs found, kept as regression tests.
 
 Fixed in llmfix (each test failed before its fix):
 - restore-tool-media put back media a gateway had already moved out of the tool result itself (into a
@@ -12,7 +12,7 @@ Fixed in llmfix (each test failed before its fix):
 - untangle-tool-run stripped the trailing newlines of an undeclared tool result's text (a result of
   ``"\n"`` vanished entirely).
 
-Fixed by the maintainers in files issue 6 may not change (engine.py, codec.py, learn.py), from these findings:
+Fixed in engine.py, codec.py and learn.py, from these findings:
 - a decompression bomb was decoded in full before the size limit was checked (a 64 KB body cost 64 MB);
 - a Responses item whose ``type`` is a list or an object made ``engine.process`` raise (found by
   ``test_fuzz`` under the heavy profile).
@@ -197,7 +197,7 @@ def test_a_tool_file_is_still_hoisted_for_a_model_that_takes_pdfs() -> None:
     assert got["messages"][-1]["role"] == "user" and got["messages"][-1]["content"][1]["type"] == "file"
 
 
-# ------------------------------------------------------------------------------------ outside issue 6's files
+# ------------------------------------------------------------- outside engine.py, codec.py and learn.py
 
 
 def test_deepseek_with_an_uncatalogued_model_gets_no_image_parts() -> None:

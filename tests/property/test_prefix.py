@@ -1,4 +1,4 @@
-"""The prefix fast path (``body/prefix.py``, issue 15) under generated sessions: every turn of a generated
+"""The prefix fast path (``body/prefix.py``) under generated sessions: every turn of a generated
 conversation, sent as a client resends its history, gets from an llmfix that recognises appends exactly
 the answer of an llmfix that parses every body whole and runs every repair — status, warning text, repaired
 bytes, change lines, what memory learned, what the media window recorded — and the recognising one does

@@ -1,4 +1,4 @@
-"""The certain checks of ``repairs/settled.py`` (issue 15) hold their one promise on generated conversations,
+"""The certain checks of ``repairs/settled.py`` hold their one promise on generated conversations,
 valid and broken, in every dialect and for every built-in upstream: when the chain of checks — from scratch
 on the first turns, then continued over each later turn's new items — says "certain", every candidate
 repair, run on the whole conversation, changes nothing. And the checks do say "certain" on valid histories

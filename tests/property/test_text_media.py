@@ -50,7 +50,7 @@ def payload_digests(value: Any) -> list[str]:
 
 
 # DeepSeek's `media_input = false` is its Chat API's: its Anthropic endpoint takes images (profile
-# deepseek-anthropic, issue 12), so the flag target has no Messages case.
+# deepseek-anthropic), so the flag target has no Messages case.
 CASES = [(d, t) for t in TARGETS for d in CONVERSATIONS if not (t == "deepseek-flag" and d == "messages")]
 
 

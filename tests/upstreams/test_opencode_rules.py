@@ -1,4 +1,4 @@
-"""The strict mocks on opencode's captures (#13): DeepSeek Chat rejects any ``image_url`` part with its real
+"""The strict mocks on opencode's captures: DeepSeek Chat rejects any ``image_url`` part with its real
 text; xAI Chat accepts the base64-as-text tool messages (the silent loss) and records what it received."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """body/prefix.py: a request that appends items to an earlier one is recognised with certainty, and
-llmfix's answer for it is exactly the answer of parsing it whole (issue 15)."""
+llmfix's answer for it is exactly the answer of parsing it whole."""
 
 from __future__ import annotations
 

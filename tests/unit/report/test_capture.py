@@ -1,4 +1,4 @@
-"""``llmfix.capture``: redaction, the client's original request, the expectation, the command (issue 7)."""
+"""``llmfix.capture``: redaction, the client's original request, the expectation, the command."""
 
 from __future__ import annotations
 

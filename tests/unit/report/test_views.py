@@ -1,4 +1,4 @@
-"""llmfix's content views: the diff, the client's original request, and any conversation (issue 7, promise 7)."""
+"""llmfix's content views: the diff, the client's original request, and any conversation (DESIGN promise 7)."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ IMAGES = [  # what a gateway in front of Claude or GPT relays, on any of the thr
      "image-openai-url-too-long", OPENAI_IMAGES),
 ]
 KNOWN += IMAGES
-SYSTEM = [  # issue 12's flag: the rows exist now and start teaching once the flag does
+SYSTEM = [  # the system-message flag: the rows exist now and start teaching once the flag does
     ("messages", 400, deepseek_shape(f"{SERDE}: messages[1].role: unknown variant `system`, expected `user` or "
                                      "`assistant` at line 1 column 1932"), "messages-system-role-serde"),
     ("messages", 400, anthropic_shape("messages[1].role: unknown variant `system`, expected `user` or `assistant`"),
