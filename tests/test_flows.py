@@ -1,6 +1,6 @@
 """Every recorded flow in ``flows/`` replayed through llmfix gives the result its ``.expect.json`` records.
 
-Issue 7: a user's failing flow becomes a test in one step (``llmfix.capture`` writes both files). The
+A user's failing flow becomes a test in one step (``llmfix.capture`` writes both files). The
 flows are replayed the way ``mitmdump -nr flows/<file> -s addon/fix.py`` does it — each one through all
 of mitmproxy's hooks (``master.load_flow``), in file order, with one fresh llmfix — and also by a real
 ``mitmdump -nr`` subprocess, whose printed change lines must match.

@@ -1,4 +1,4 @@
-"""Issue 12 end to end: Claude Code's capture to Anthropic-compatible vendors through a real mitmdump.
+"""End to end: Claude Code's capture to Anthropic-compatible vendors through a real mitmdump.
 
 The anthropic SDK sends Claude Code's turn (a ``role:"system"`` entry in ``messages[]``) the way Claude
 Code does (``…/v1/messages?beta=true``, streamed). Without llmfix the strict DeepSeek / GLM / MiniMax

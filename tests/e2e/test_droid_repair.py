@@ -1,4 +1,4 @@
-"""Issue 3 end to end: Droid's broken turn 2 reaches a strict Chat upstream valid, across a restart.
+"""End to end: Droid's broken turn 2 reaches a strict Chat upstream valid, across a restart.
 
 Turn 1 goes through llmfix and the mock streams the captured answer that declared both calls;
 mitmdump is restarted; turn 2 (declaration of call_mock_b trimmed, image messages interleaved) goes

@@ -1,4 +1,4 @@
-"""Issue 4 end to end: llmfix on both legs of a gateway that drops tool-result images (bug B1).
+"""End to end: llmfix on both legs of a gateway that drops tool-result images (bug B1).
 
 Client (Codex's real turn-2 request) → llmfix → gateway double → llmfix → strict mock upstream. The
 upstream must receive the function_call_output with the input_image, same bytes, and the change log

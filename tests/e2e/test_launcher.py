@@ -1,4 +1,4 @@
-"""Issue 17: the ``llmfix`` console script runs a client through llmfix, as a user would.
+"""The ``llmfix`` console script runs a client through llmfix, as a user would.
 
 The real console script (``.venv/bin/llmfix``) is started as a subprocess, from a folder outside the
 checkout; its CLIENT is a stdlib-only script (tests/e2e/launcher_client.py) that reports the variables it

@@ -1,4 +1,4 @@
-"""Issue 17: on a machine without Chromium, ``uv run pytest`` still passes: the browser test says it skipped
+"""On a machine without Chromium, ``uv run pytest`` still passes: the browser test says it skipped
 and why; under ``LLMFIX_REQUIRE_BROWSER=1`` (what ``.ci/run`` sets) the same absence fails it.
 
 Absence is simulated, not made: the browser test runs in a child pytest whose PATH holds only this

@@ -1,4 +1,4 @@
-"""Issue 13 end to end: opencode's captures through a real mitmdump with llmfix, sent by the openai SDK.
+"""End to end: opencode's captures through a real mitmdump with llmfix, sent by the openai SDK.
 
 - xAI (``@ai-sdk/xai``): tool images serialized as base64 TEXT. With a vision model the strict xAI mock
   receives each image as an image part — its payload the very base64 the client had put in the text —

@@ -1,4 +1,4 @@
-"""Issue 11 end to end: broken tool histories through a real mitmdump, with the openai and anthropic SDKs.
+"""End to end: broken tool histories through a real mitmdump, with the openai and anthropic SDKs.
 
 Each history is a real capture (Codex, Claude Code, Droid, opencode, pi-ai) broken the way an
 interruption, a compaction or opencode's id cut breaks it: items removed, ids collapsed, text put

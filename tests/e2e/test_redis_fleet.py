@@ -1,4 +1,4 @@
-"""Issue 16 end to end: two real mitmdump instances with llmfix share one real redis-server.
+"""End to end: two real mitmdump instances with llmfix share one real redis-server.
 
 - Droid's turn 1 streams through instance A, its broken turn 2 reaches instance B: the strict upstream
   answers 200 with the declarations as A saw them streamed.

@@ -1,4 +1,4 @@
-"""Issue 14 end to end: repair-and-retry with learned quirks, through a real mitmdump with llmfix.
+"""End to end: repair-and-retry with learned quirks, through a real mitmdump with llmfix.
 
 Strict mocks play upstreams llmfix has no profile for (so it starts from the public spec): an xAI-like
 Responses gateway (xAI's 422 for array tool outputs), a DeepSeek-like Chat gateway (DeepSeek's 400 for

@@ -1,4 +1,4 @@
-"""Issue 14 under load: 200 concurrent first requests to a new quirky host through ONE llmfix (real mitmdump).
+"""Repair-and-retry under load: 200 concurrent first requests to a new quirky host through ONE llmfix (real mitmdump).
 
 The host (an xAI-like Responses gateway llmfix has no profile for) rejects pi-ai's array tool output
 with xAI's 422 until llmfix learns ``responses_tool_output_array=false``. All 200 arrive before, during

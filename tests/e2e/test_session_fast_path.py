@@ -1,4 +1,4 @@
-"""Issue 15 end to end: a long Droid-like Chat session through a real mitmdump, turn after turn, where
+"""End to end: a long Droid-like Chat session through a real mitmdump, turn after turn, where
 llmfix parses only what each turn appends (``body/prefix.py``) and runs such turns on the event loop
 (``engine.light``): valid turns still reach the strict OpenAI mock byte-identical, a turn whose new tool
 message carries an image is still repaired (the mock answers OpenAI's 400 to it otherwise), and a turn

@@ -1,4 +1,4 @@
-"""Issue 2 end to end: pi-ai's xAI captures through a real mitmdump with llmfix to a strict xAI mock.
+"""End to end: pi-ai's xAI captures through a real mitmdump with llmfix to a strict xAI mock.
 
 Without llmfix the mock answers 422 with xAI's text; with it 200, and the mock receives every image
 exactly once, after the run of tool outputs, in call order. Valid captures leave byte-identical.

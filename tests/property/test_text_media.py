@@ -1,5 +1,5 @@
-"""Issue 13 under generated input: text-only models never receive a media part; restore-text-media restores
-exactly the recognised shapes and never changes a near-miss.
+"""Media for text-only models under generated input: text-only models never receive a media part;
+restore-text-media restores exactly the recognised shapes and never changes a near-miss.
 
 - Conversations generated as in ``test_promises`` (images, files and audio in tool results and user
   messages, Droid's interleaving, Anthropic image/document blocks), sent turn by turn to a model the
