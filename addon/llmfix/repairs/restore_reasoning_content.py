@@ -36,8 +36,8 @@ goes as it is, and the upstream answers its own 400. Never invented: a placehold
 and it is no sure way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an
 empty string was rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and
 reports sessions working (hermes-agent #15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and
-sending it would hide the lost reasoning from the model without saying so. Whether the request has thinking on is not judged: a turn
-answered without thinking left no record, so nothing is added to it.
+sending it would hide the lost reasoning from the model without saying so. Whether the request has thinking on is
+not judged: a turn answered without thinking left no record, so nothing is added to it.
 """
 
 from __future__ import annotations
