@@ -481,8 +481,8 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
     whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
     ran: list[int] = []
     real = pipeline.run
-    monkeypatch.setattr(pipeline, "run", lambda items, ctx, repairs: ran.append(len(repairs)) or
-                        real(items, ctx, repairs))
+    monkeypatch.setattr(pipeline, "run", lambda items, ctx, repairs, enabled=None: ran.append(len(repairs)) or
+                        real(items, ctx, repairs, enabled))
     starts: list[tuple[int, int]] = []  # (items checked, from where at the earliest) of every settle
     real_advance = settled.advance
     monkeypatch.setattr(settled, "advance", lambda todo, states, ats, items, ctx: starts.append(
