@@ -274,8 +274,9 @@ def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdic
     # marks before the end only for a client that changes its last items (found from such a mark) or one not
     # seen before: a client that appends byte for byte (Codex, Droid) continues from the end
     edits = hit is None or hit.edited
-    since = max(start, hit.count if hit is not None else 0)  # an earlier mark had its verdict tried then
-    counts = [m.count for m in kept.marks if since < m.count < n] if kept is not None and edits else []
+    # marks past the newest verdict: one at the mark the body was found from too when it has none (its request
+    # stopped short, deferred for an image, or was unsure there), else every later request would start from 0
+    counts = [m.count for m in kept.marks if start < m.count < n] if kept is not None and edits else []
     states = list(prior.states) if prior is not None else [None] * len(todo)
     ats = [start] * len(todo)  # the item count each check's state is for
     record = prior.observed if prior is not None else None
