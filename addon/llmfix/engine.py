@@ -7,10 +7,6 @@ reason, and the proxy forwards the request unchanged.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,6 +17,7 @@ from llmfix.body.conversation import BadBody, Conversation, loads, parse, serial
 from llmfix.body.haystack import Searchable, haystack
 from llmfix.body.locate import between, split
 from llmfix.body.prefix import Entry, Hit, PrefixCache, answers_for
+from llmfix.collector import COLLECTOR
 from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
@@ -131,47 +128,14 @@ def process(req: Request, settings: Settings) -> Outcome:
     if len(req.raw) > settings.max_body:
         return Outcome("failed", f"body of {len(req.raw)} bytes exceeds llmfix_max_body={settings.max_body}")
     try:
-        return _process(req, settings)
+        with COLLECTOR.paused():  # released for image work (llmfix.collector)
+            return _process(req, settings)
     except BadBody as e:
         return Outcome("failed", str(e))
     except images.WouldBlock as e:  # called on the event loop, and an image must be decoded: nothing was sent
         return Outcome("deferred", str(e))
     finally:
         media.forget()
-
-
-class _Collector:
-    """Python's cycle collector off while bodies are parsed and typed (whichever threads, however many at once),
-    and only then: repairs, image conversions and the waits for them run with it on.
-
-    Parsing and typing a body llmfix has not seen allocates ~100,000 objects per MB, none of them in a
-    reference cycle: they all go when the request is done. Meanwhile the collector ran young and full
-    collections over them and over the whole proxy's heap: measured inside mitmdump, 6-9 ms of GC per
-    1 MB first sight, as much as the work itself. Cycles made meanwhile are collected once it is back on;
-    a collector that was off (someone else's choice) stays off."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._was_on = True
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        with self._lock:
-            self._depth += 1
-            if self._depth == 1:
-                self._was_on = gc.isenabled()
-                gc.disable()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0 and self._was_on:
-                    gc.enable()
-
-
-_COLLECTOR = _Collector()
 
 
 def _process(req: Request, settings: Settings) -> Outcome:
@@ -308,7 +272,6 @@ def _prior(hit: Hit | None, key: tuple[Any, ...]) -> tuple[int, settled.Verdict 
     return 0, None
 
 
-@_COLLECTOR.paused()
 def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit: Hit | None,
                   hay: Searchable | Answers) -> tuple[Conversation | None, list[Any] | None, Entry | None]:
     """The typed conversation of ``data``, the raw items it adds to a body seen before (None: the whole body was
@@ -338,7 +301,6 @@ def _conversation(dialect: Dialect, data: bytes, cache: PrefixCache | None, hit:
     return conv, hit.new, kept
 
 
-@_COLLECTOR.paused()
 def _known(dialect: Dialect, data: bytes, hit: Hit, start: int) -> list[Any] | None:
     """The typed items ``start`` to ``hit.count`` of a body that continues a kept one, from the bytes between
     the entry's mark for ``start`` items and the hit's (both inside the prefix the digest vouched for); None
@@ -352,7 +314,6 @@ def _known(dialect: Dialect, data: bytes, hit: Hit, start: int) -> list[Any] | N
     return typed(dialect, raw, start)
 
 
-@_COLLECTOR.paused()
 def _whole(dialect: Dialect, data: bytes) -> Conversation:
     """The whole body parsed and typed (a body that continues a kept one, when its known items are needed)."""
     conv = parse(dialect, loads(data))

@@ -120,12 +120,13 @@ async def test_a_plain_request_never_waits_behind_images_being_converted(addon, 
     pool.shutdown(wait=False)
 
 
-def test_the_collector_is_paused_for_parsing_and_on_for_image_work(monkeypatch) -> None:
-    """The collector is off while a body is parsed and typed (what the pause was measured for), and on while an
-    image is converted (hundreds of ms; with image traffic it might otherwise never run)."""
+def test_the_collector_is_paused_for_the_request_and_on_for_image_work(monkeypatch) -> None:
+    """The collector is off while a body is parsed, typed and checked (what the pause was measured for), and on
+    while an image is converted (hundreds of ms; with image traffic it might otherwise never run)."""
     import gc
 
     from llmfix import engine
+    from llmfix.repairs import settled
     from llmfix.route import Dialect
 
     seen: dict[str, bool] = {}
@@ -139,10 +140,18 @@ def test_the_collector_is_paused_for_parsing_and_on_for_image_work(monkeypatch) 
         seen["parsing"] = gc.isenabled()
         return loads(*args)
 
+    advance = settled.advance
+
+    def checking(*args):
+        seen["checking"] = gc.isenabled()
+        return advance(*args)
+
     monkeypatch.setattr(images, "_compute", converting)
     monkeypatch.setattr(engine, "loads", parsing)
+    monkeypatch.setattr(settled, "advance", checking)
     images.CACHE.clear()
     assert gc.isenabled()
     outcome = engine.process(engine.Request(Dialect.RESPONSES, "api.openai.com", 443, svg_body(99)),
                              engine.Settings(prefix=None))
-    assert outcome.status == "repaired" and seen == {"parsing": False, "converting": True} and gc.isenabled()
+    assert outcome.status == "repaired" and seen == {"parsing": False, "checking": False, "converting": True}
+    assert gc.isenabled()

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix.body.media import payload_digest
+from llmfix.collector import COLLECTOR
 from llmfix.images.decode import Undecodable, open_image, payload, short
 from llmfix.images.encode import CannotFit, fit_decoded
 from llmfix.images.shape import (
@@ -152,7 +153,7 @@ def fit(text: str | Callable[[], str], declared: str | None, limits: Limits, *, 
         if _DEFERRED.get() or on_event_loop():
             raise WouldBlock("an image to decode")
         started = time.perf_counter()
-        with _WORK:
+        with COLLECTOR.released(), _WORK:
             hit = _compute(text() if callable(text) else text, declared, limits, is_base64)
         CACHE.put(key, hit)
         if isinstance(hit, Fitted | Unusable | Unreadable):
