@@ -235,9 +235,10 @@ def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdic
     the next item) gets none; each check continues from the last point it was certain at
     (``settled.advance``), the checks before the unsure one from that mark."""
     n = len(items)
-    # marks before the end only for a client that changes its last items (found from such a mark) or one not
-    # seen before: a client that appends byte for byte (Codex, Droid) continues from the end
-    edits = hit is None or hit.edited
+    # marks before the end only for a client that changes its last items (found from such a mark), one not seen
+    # before, or one found from a mark without a verdict (the run that kept it stopped short: deferred for an
+    # image, and this is its run again): a client that appends byte for byte (Codex, Droid) continues from the end
+    edits = hit is None or hit.edited or start < hit.count
     # marks past the newest verdict: one at the mark the body was found from too when it has none (its request
     # stopped short, deferred for an image, or was unsure there), else every later request would start from 0
     counts = [m.count for m in kept.marks if start < m.count < n] if kept is not None and edits else []
