@@ -16,7 +16,9 @@ results and so never between a reasoning item and the item it produced; media a
 text-only model cannot take are then omitted everywhere else; the images left are then fitted to the
 upstream's limits (fit-images: after omit, so an image the model cannot take is never decoded for nothing,
 and after every repair that moves or restores images, so that it fits them where they will be sent and
-counts them as the upstream will); text arrays are flattened last (pair-tool-calls' placeholders are plain
+counts them as the upstream will; an image restore-tool-media put back from memory is in none of the body's
+bytes, so after it changed something every later repair runs, whatever its needles found); text arrays are
+flattened last (pair-tool-calls' placeholders are plain
 strings, so flattening never has to touch them; fit-images' placeholder for an undecodable image in a Chat
 tool message is a text part that flattening then joins).
 
