@@ -180,13 +180,14 @@ class RedisLink:
     def _came_up(self) -> None:
         if self._up is True:
             return
-        with self._state_lock:
-            was, self._up = self._up, True
-        if was is False:
-            self.generation += 1
-            logger.warning("llmfix memory %s: Redis is back; sharing memory again", self.name)
-        elif was is None:
-            logger.info("llmfix memory: shared through %s", self.name)
+        with self._state_lock:  # said before it is up: whoever sees ``up`` also finds the line in the log
+            was = self._up
+            if was is False:
+                self.generation += 1
+                logger.warning("llmfix memory %s: Redis is back; sharing memory again", self.name)
+            elif was is None:
+                logger.info("llmfix memory: shared through %s", self.name)
+            self._up = True
 
     def _run(self) -> None:
         next_probe = 0.0

@@ -59,8 +59,8 @@ _UPSERT = """INSERT INTO reasoning_keys (kind, key, digest, upstream, seen_at) V
 ON CONFLICT (kind, key) DO UPDATE SET
     digest = excluded.digest, upstream = excluded.upstream, seen_at = excluded.seen_at"""
 _VALUE = "INSERT OR IGNORE INTO reasoning_values (digest, value) VALUES (?, ?)"
-_ORPHAN = """DELETE FROM reasoning_values WHERE digest = ?1
-AND NOT EXISTS (SELECT 1 FROM reasoning_keys WHERE digest = ?1)"""
+_ORPHAN = """DELETE FROM reasoning_values WHERE digest = ?
+AND NOT EXISTS (SELECT 1 FROM reasoning_keys WHERE digest = ?)"""
 
 
 def storable(r: Reasoning) -> bool:
@@ -123,7 +123,7 @@ class SqliteReasoningStore:
                 rows.append((r.kind, r.key, digest, r.upstream, now))
             cur.executemany(_VALUE, list(values.values()))
             written = cur.executemany(_UPSERT, rows).rowcount
-            cur.executemany(_ORPHAN, [(d,) for d in before])  # a value a key named before, if none names it now
+            cur.executemany(_ORPHAN, [(d, d) for d in before])  # a value a key named before, if none names it now
             self._written += written
             if self._written >= PRUNE_EVERY:
                 self._prune(cur, now)
@@ -167,5 +167,5 @@ class SqliteReasoningStore:
             gone |= {d for (d,) in cur.execute(f"SELECT digest FROM reasoning_keys WHERE rowid IN ({oldest})",
                                                (excess,))}
             cur.execute(f"DELETE FROM reasoning_keys WHERE rowid IN ({oldest})", (excess,))
-        cur.executemany(_ORPHAN, [(d,) for d in gone])
+        cur.executemany(_ORPHAN, [(d, d) for d in gone])
         self._written = 0
