@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
+from collections.abc import Iterator
 
 from llmfix.collector import Collector
 
 
-def test_the_collector_runs_again_only_when_no_thread_holds_a_pause() -> None:
-    c = Collector()
+@contextlib.contextmanager
+def held_by_another_thread(c: Collector) -> Iterator[None]:
+    """A pause another thread holds for the block."""
     entered, leave = threading.Event(), threading.Event()
 
     def other() -> None:
@@ -18,13 +21,22 @@ def test_the_collector_runs_again_only_when_no_thread_holds_a_pause() -> None:
             leave.wait(10)
 
     t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert entered.wait(10)
+        yield
+    finally:
+        leave.set()
+        t.join(10)
+
+
+def test_the_collector_runs_again_only_when_no_thread_holds_a_pause() -> None:
+    c = Collector()
     assert gc.isenabled()
-    with c.paused():
-        t.start()
-        assert entered.wait(10) and not gc.isenabled()
-    assert not gc.isenabled()  # the other thread still holds its pause
-    leave.set()
-    t.join(10)
+    with held_by_another_thread(c):
+        with c.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the other thread still holds its pause
     assert gc.isenabled()
 
 
@@ -40,20 +52,8 @@ def test_a_thread_releases_its_own_pauses_for_a_block_and_takes_them_back() -> N
 
 def test_a_release_does_not_lift_another_threads_pause() -> None:
     c = Collector()
-    entered, leave = threading.Event(), threading.Event()
-
-    def other() -> None:
-        with c.paused():
-            entered.set()
-            leave.wait(10)
-
-    t = threading.Thread(target=other)
-    t.start()
-    assert entered.wait(10)
-    with c.paused(), c.released():
+    with held_by_another_thread(c), c.paused(), c.released():
         assert not gc.isenabled()  # the other thread's pause holds
-    leave.set()
-    t.join(10)
     assert gc.isenabled()
 
 
