@@ -99,6 +99,19 @@ class Mitmweb(Mitmdump):
     def web_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
 
+    @classmethod
+    def on_a_free_port(cls, *, scripts: Sequence[Path], options: Mapping[str, str], args: Sequence[str] = (),
+                       confdir: Path) -> Mitmweb:
+        """A started mitmweb whose web UI took a free port: tried three times, since a free port can be taken
+        between choosing it and mitmweb binding it."""
+        for _ in range(3):
+            try:
+                return cls(web_port=free_port(), scripts=scripts, options=options, args=args, confdir=confdir)
+            except MitmdumpError as e:
+                if "failed to listen" not in str(e):
+                    raise
+        raise AssertionError("mitmweb could not bind a web port")
+
 
 def find_chromium() -> str | None:
     """``LLMFIX_CHROMIUM`` if set (None if it is not an executable), else Chromium on PATH."""
@@ -133,17 +146,8 @@ def web(confdir: Path, tmp_path: Path) -> Iterator[tuple[Mitmweb, MockUpstream, 
         columns = [a for c in ("icon", "path", "method", "status", "comment") for a in ("--set", f"web_columns={c}")]
         undo = tmp_path / "undo_loopback_redirect.py"
         undo.write_text(UNDO_REDIRECT_SCRIPT)
-        proxy: Mitmweb | None = None
-        for _ in range(3):  # a free port can be taken between choosing it and mitmweb binding it
-            try:
-                proxy = Mitmweb(web_port=free_port(), scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT, undo],
-                                options=options, args=columns, confdir=confdir)
-                break
-            except MitmdumpError as e:
-                if "failed to listen" not in str(e):
-                    raise
-        assert proxy is not None, "mitmweb could not bind a web port"
-        with proxy:
+        with Mitmweb.on_a_free_port(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT, undo], options=options, args=columns,
+                                    confdir=confdir) as proxy:
             yield proxy, upstream, password
 
 

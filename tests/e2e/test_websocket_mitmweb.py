@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, MitmdumpError
-from tests.e2e.test_mitmweb import FIX_SCRIPT, Mitmweb, free_port
+from tests.e2e.harness import LOOPBACK_SCRIPT
+from tests.e2e.test_mitmweb import FIX_SCRIPT, Mitmweb
 from tests.e2e.ws_client import ask, open_socket
 from tests.upstreams import codex_ws as cx
 from tests.upstreams.ws_mock import ResponsesSocketMock
@@ -30,17 +30,7 @@ def test_mitmweb_marks_the_socket_and_shows_the_repaired_messages_diff(confdir: 
     with ResponsesSocketMock() as upstream:
         options = {"loopback_upstream": upstream.address, "llmfix_memory": ":memory:", "web_password": password,
                    "web_open_browser": "false"}
-        web = None
-        for _ in range(3):  # a free port can be taken between choosing it and mitmweb binding it
-            try:
-                web = Mitmweb(web_port=free_port(), scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options,
-                              confdir=confdir)
-                break
-            except MitmdumpError as e:
-                if "failed to listen" not in str(e):
-                    raise
-        assert web is not None, "mitmweb could not bind a web port"
-        with web:
+        with Mitmweb.on_a_free_port(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options, confdir=confdir) as web:
             broken = cx.create([cx.developer(), cx.prompt(), cx.call() | {"call_id": "call_web_1"}, GO_ON])
             with open_socket(web, "api.openai.com") as ws:
                 assert ask(ws, cx.dumps(broken))[-1]["type"] == "response.completed"

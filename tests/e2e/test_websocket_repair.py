@@ -20,13 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import FIX_SCRIPT, LOOPBACK_SCRIPT, Mitmdump, loopback_proxy
 from tests.e2e.ws_client import ask, direct, open_socket, read_response
 from tests.upstreams import codex_ws as cx
 from tests.upstreams.ws_mock import ResponsesSocketMock, function_call, text
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 HOST = "api.openai.com"
 GO_ON = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "never mind, go on"}]}
 
@@ -40,9 +39,7 @@ def upstream() -> Iterator[ResponsesSocketMock]:
 @pytest.fixture(scope="module")
 def proxy(upstream: ResponsesSocketMock, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     conf = tmp_path_factory.mktemp("conf")
-    options = {"loopback_upstream": upstream.address, "llmfix_memory": ":memory:",
-               "llmfix_log": str(conf / "changes.jsonl")}
-    with Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options, confdir=conf) as mitmdump:
+    with loopback_proxy(upstream, conf, llmfix_log=str(conf / "changes.jsonl")) as mitmdump:
         yield mitmdump
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import Mitmdump, loopback_proxy
 from tests.e2e.ws_client import ask, open_socket
 from tests.upstreams import codex_ws as cx
 from tests.upstreams.captures import capture_json
@@ -26,14 +26,11 @@ from tests.upstreams.errors import XAI_DESERIALIZE, xai_error
 from tests.upstreams.ws_mock import ResponsesSocketMock
 
 pytestmark = pytest.mark.timeout(180)
-FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
 
 
 def start(upstream: ResponsesSocketMock, confdir: Path) -> Mitmdump:
-    options = {"loopback_upstream": upstream.address, "llmfix_memory": ":memory:",
-               "llmfix_log": str(confdir / "changes.jsonl")}
     confdir.mkdir(parents=True, exist_ok=True)
-    return Mitmdump(scripts=[FIX_SCRIPT, LOOPBACK_SCRIPT], options=options, confdir=confdir)
+    return loopback_proxy(upstream, confdir, llmfix_log=str(confdir / "changes.jsonl"))
 
 
 @pytest.fixture(scope="module")
