@@ -53,7 +53,7 @@ def base64_size(b64: str) -> int:
 
 
 _LARGE = 64 * 1024
-_CACHE_MAX = 32
+_CACHE_MAX = 1024
 _cache: dict[tuple[object, ...], tuple[str, MediaRef]] = {}
 _cache_lock = threading.Lock()
 

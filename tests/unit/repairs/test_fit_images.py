@@ -392,3 +392,34 @@ def test_the_next_turn_of_a_session_over_the_limits_hashes_each_image_once(monke
     assert second.status == "repaired" and images.CACHE.hits >= 3
     fitted = [b["source"]["data"] for b in json.loads(second.body or b"")["messages"][3]["content"][0]["content"]]
     assert sorted(hashed) == sorted(len(d) for d in shots + fitted)
+
+
+def test_a_request_of_many_large_images_hashes_each_no_more_often_than_one_of_a_few(monkeypatch) -> None:
+    """Each large payload is hashed once a request for the image cache, its diff lines and its record, however
+    many images the request holds (a long Claude Code session: more than 32 screenshots)."""
+    import hashlib
+
+    from llmfix.body import media
+
+    real = hashlib.sha256
+    calls: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(media, "hashlib", type("Hashlib", (), {"sha256": staticmethod(counted)}))
+
+    def hashes(n: int) -> int:
+        calls.clear()
+        images.CACHE.clear()
+        blocks = [{"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                               "data": b64(noise_png(3000, 12, seed=k))}} for k in range(n)]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 10,
+                "messages": [{"role": "user", "content": [*blocks, {"type": "text", "text": "what changed?"}]}]}
+        out = engine.process(engine.Request(Dialect.MESSAGES, "api.anthropic.com", 443, json.dumps(body).encode(),
+                                            None, "flow"), engine.Settings(prefix=None))
+        assert out.status == "repaired" and len(out.changes) == n  # each one over the many-image side limit
+        return len(calls)
+
+    assert hashes(40) / 40 == hashes(21) / 21
