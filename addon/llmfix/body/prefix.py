@@ -124,13 +124,16 @@ def answers_for(data: bytes, hit: Hit | None) -> Answers:
 
 def weight(tail: bytes, count: int, verdicts: dict[int, Any]) -> int:
     """What an entry is counted as against :data:`MAX_WEIGHT`: its tail (the bytes and their parse), its
-    items' share of the checks' id sets, and the media its observation record holds whole."""
-    media = 0
+    items' share of the checks' id sets, and the media its observation records hold whole — each string once:
+    the records of an entry's verdicts continue each other and share their media."""
+    media: dict[int, int] = {}
     for v in verdicts.values():
         observed = getattr(v, "observed", None)
         for r in getattr(observed, "media", ()):
-            media += sum(len(p.url or "") for p in r.pieces)
-    return 3 * len(tail) + PER_ITEM * count + media
+            for p in r.pieces:
+                if p.url:
+                    media[id(p.url)] = len(p.url)
+    return 3 * len(tail) + PER_ITEM * count + sum(media.values())
 
 
 class _Tail:

@@ -564,3 +564,20 @@ def test_a_first_turn_deferred_for_its_image_leaves_the_next_turns_a_verdict(mon
     assert parsed == []
     n = len(body["messages"])
     assert min(start for size, start in starts) >= n  # every later turn: from the verdict before its last turn
+
+
+def test_an_entry_weighs_each_image_its_verdicts_hold_once() -> None:
+    """The verdicts at an entry's marks continue one record of the tool results and share its media: a session
+    holding a 1 MB screenshot weighs that megabyte once, not once per verdict (at eight verdicts a session with
+    3 MB of images was over the quarter of the cache an entry may take, and was never kept)."""
+    from types import SimpleNamespace
+
+    from llmfix.body.prefix import weight
+    from llmfix.repairs.settled import Verdict
+
+    shot = "data:image/png;base64," + "A" * 1_000_000
+    record = SimpleNamespace(media=(SimpleNamespace(pieces=(SimpleNamespace(url=shot),)),))
+    one = weight(b"]}", 10, {10: Verdict((), (), record)})
+    assert weight(b"]}", 10, {c: Verdict((), (), record) for c in range(3, 11)}) == one
+    other = SimpleNamespace(media=(SimpleNamespace(pieces=(SimpleNamespace(url=shot[:-1] + "B"),)),))
+    assert weight(b"]}", 10, {9: Verdict((), (), record), 10: Verdict((), (), other)}) == one + len(shot)
