@@ -220,9 +220,9 @@ def _expect_one(f: http.HTTPFlow, settings: engine.Settings) -> dict[str, Any]:
         return {**entry, "status": "failed", "reason": reason}
     ce = r.headers.get("content-encoding")
     req = engine.Request(dialect, r.host, r.port, raw, ce, f.id)
-    outcome = engine.process(req, settings)
-    if outcome.status == "deferred":  # the command runs on the event loop: its images are converted, waited for
-        outcome = offload.IMAGE_WORKERS.submit(engine.process, req, settings).result()
+    # the command runs on the event loop and waits for its answer: on an image worker, so that its images are
+    # converted there (on the loop a new image would only stop the run)
+    outcome = offload.IMAGE_WORKERS.submit(engine.process, req, settings).result()
     entry["status"] = outcome.status
     if outcome.status == "failed":
         entry["reason"] = outcome.reason
