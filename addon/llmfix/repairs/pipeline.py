@@ -90,7 +90,6 @@ def run(items: list[Any], ctx: Context, repairs: list[Repair],
         changes.extend(more)
         k += 1
         if more and repair.brings_media and enabled is not None:
-            later = PIPELINE[PIPELINE.index(repair) + 1 :]
-            queue[k:] = [r for r in later if r in queue[k:] or (
-                r.name in enabled and r.might_apply(ctx.dialect, ctx.profile, None))]
+            later = PIPELINE[PIPELINE.index(repair) + 1 :]  # those queued among them: as wanted as any
+            queue[k:] = [r for r in later if r.name in enabled and r.might_apply(ctx.dialect, ctx.profile, None)]
     return items, changes
