@@ -33,12 +33,12 @@ was dropped) leaves that response's order unlearned rather than wrong.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from llmfix.memory.fingerprint import value_digest
 from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
 
@@ -80,9 +80,8 @@ def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list
 # -- the reasoning records -------------------------------------------------------------------------------------
 
 
-def sealed_key(encrypted_content: str) -> str:
-    """How an ``encrypted_content`` is named in the memory: its sha256, hex (never the value itself)."""
-    return hashlib.sha256(encrypted_content.encode("utf-8", "surrogatepass")).hexdigest()
+sealed_key = value_digest
+"""How an ``encrypted_content`` is named in the memory: its SHA-256, hex (never the value itself)."""
 
 
 def order_value(after: str | None = None, next_id: str | None = None, *, rejected: bool = False) -> str:

@@ -176,8 +176,3 @@ class Marked:
     marker: str | None
 
 
-def marker_now(ctx: Context, kind_: str) -> str | None:
-    upstream = ctx.extras.get(UPSTREAM) or ""
-    key = lr.marker(upstream)
-    got = recall(ctx, kind_, [key]).get(key)
-    return got.value if got is not None else None
