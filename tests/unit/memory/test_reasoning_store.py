@@ -20,6 +20,9 @@ from llmfix.memory.sqlite_reasoning import MAX_KEY_CHARS, MAX_VALUE_CHARS, PRUNE
 from llmfix.memory.store import Reasoning
 from tests.redis_server import RedisServer, needs_redis, until
 
+# sqlite3 deprecates a numbered placeholder bound from a sequence (an error from Python 3.14 on)
+pytestmark = pytest.mark.filterwarnings("error::DeprecationWarning")
+
 DAY = 86400.0
 UP = "api.deepseek.com:443/chat"
 
