@@ -40,12 +40,12 @@ from client import Conn, Req  # noqa: E402
 from run import FIX_SCRIPT, MS, REDIRECT_SCRIPT, Proxy, summary, upstream  # noqa: E402
 
 from llmfix import engine  # noqa: E402
+from llmfix.dialects.registry import RESPONSES  # noqa: E402
 from llmfix.memory.redis_link import RedisLink  # noqa: E402
 from llmfix.memory.redis_media import RedisMediaStore  # noqa: E402
 from llmfix.memory.redis_store import RedisCallStore, call_key, call_value, write_calls  # noqa: E402
 from llmfix.memory.sqlite import SqliteStore  # noqa: E402
 from llmfix.memory.store import ToolCall  # noqa: E402
-from llmfix.route import Dialect  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
 ARGS = orjson.dumps({"command": ["rg", "-n", "handler", "src"], "workdir": "/home/dev/project"}).decode()
@@ -109,7 +109,7 @@ def media_rows(server: RedisServer, n: int) -> list[tuple[str, dict, dict]]:
     flows = iter(range(10**9))
     try:
         def observe() -> None:
-            engine.process(engine.Request(Dialect.RESPONSES, "api.openai.com", 443, raw, flow_id=f"f{next(flows)}"),
+            engine.process(engine.Request(RESPONSES, "api.openai.com", 443, raw, flow_id=f"f{next(flows)}"),
                            engine.Settings(window=a))
 
         observe_ms = timed(observe, n)

@@ -898,10 +898,10 @@ def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes]
     """``engine.process`` with the Settings the addon builds from its default options (a tmp SQLite memory,
     the media window of restore-tool-media), and a Request factory with a fresh flow id per call."""
     from llmfix import engine, options
+    from llmfix.dialects.registry import named
     from llmfix.memory.media_window import MediaWindow
     from llmfix.memory.recall import Recall
     from llmfix.memory.sqlite import SqliteStore
-    from llmfix.route import Dialect
 
     opts = SimpleNamespace(**{name: default for name, _t, default, _h in options.OPTIONS}, confdir=str(tmp))
     window = MediaWindow(0.0)
@@ -909,7 +909,7 @@ def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes]
     settings = options.with_state(options.parse_settings(opts), recall, window)
 
     def make(dialect: str, host: str, body: bytes) -> Any:
-        return engine.Request(Dialect(dialect), host, 443, body, None, uuid.uuid4().hex)
+        return engine.Request(named(dialect), host, 443, body, None, uuid.uuid4().hex)
 
     def process(req: Any, first_sight: bool = False) -> Any:
         """``first_sight``: as if llmfix had never seen an earlier request of this session (no prefix cache

@@ -18,6 +18,7 @@ from llmfix.body.haystack import Searchable, haystack
 from llmfix.body.locate import between, split
 from llmfix.body.prefix import Entry, Hit, PrefixCache, answers_for
 from llmfix.collector import COLLECTOR
+from llmfix.dialects.base import Dialect
 from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
@@ -27,7 +28,6 @@ from llmfix.repairs import pipeline, settled
 from llmfix.repairs.base import Context
 from llmfix.report import render
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
 from llmfix.wire import toolresults
 
 
@@ -81,15 +81,6 @@ def decode(raw: bytes, content_encoding: str | None, limit: int = 1 << 62) -> by
         raise BadBody(f"decoded body exceeds llmfix_max_body={limit}") from None
     except codec.CodecError as e:
         raise BadBody(str(e)) from None
-
-
-_DECLARATIONS = {
-    Dialect.CHAT: (b"tool_calls",),
-    Dialect.RESPONSES: (b"function_call", b"custom_tool_call"),
-    Dialect.MESSAGES: (b"tool_use",),
-}
-"""Byte strings a request must contain to declare tool calls worth remembering."""
-
 
 
 def _not_an_object(data: bytes) -> str | None:
@@ -151,8 +142,9 @@ def _process(req: Request, settings: Settings) -> Outcome:
     hit = cache.find(str(req.dialect), data) if cache is not None else None
     hay = answers_for(data, hit) if cache is not None else haystack(data)
     todo = pipeline.candidates(req.dialect, host_only.profile, hay, settings.enabled)
-    learn = settings.memory is not None and any(n in hay for n in _DECLARATIONS[req.dialect])
-    observe = settings.window is not None and req.flow_id is not None and _has_tool_results(req.dialect, hay)
+    learn = settings.memory is not None and any(n in hay for n in req.dialect.tools.DECLARES)
+    observe = settings.window is not None and req.flow_id is not None and any(
+        n in hay for n in req.dialect.tools.ANSWERS)
     # parsed and typed even when nothing may change, whatever the size: bad JSON or a wrong shape gets its warning.
     # A 10 MB image body costs ~2 ms more than skipping the parse; 1,000,000 small items ~2 s of the worker.
     conv, new, kept = _conversation(req.dialect, data, cache, hit, hay)
@@ -161,17 +153,17 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if learn:  # from the items not seen before: an earlier request's were learned then
         memory = settings.memory
         seen = conv.body if new is None else {conv.key: new}
-        memory.remember(calls_in_request(str(req.dialect), seen, memory.recently_written))
+        memory.remember(calls_in_request(req.dialect, seen, memory.recently_written))
     if not (todo or observe or table.models):
         return Outcome("untouched", profile=host_only.profile.name)
     resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect,
                                                                   learned)
     if resolved.profile != host_only.profile:  # the model's own profile: other repairs may apply
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
-    server_state = bool(conv.body.get("previous_response_id") or conv.body.get("conversation"))
-    extras = {"media_window": settings.window, "flow_id": req.flow_id, "server_state": server_state,
-              "reasoning": settings.reasoning, "upstream": upstream_id(req.host, req.port, str(req.dialect))}
-    ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory, extras)
+    server_state = req.dialect.shape.server_state(conv.body)
+    ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory,
+                  window=settings.window, flow_id=req.flow_id, server_state=server_state,
+                  reasoning=settings.reasoning, upstream=upstream_id(req.host, req.port, str(req.dialect)))
     # a body that appends to one which needed nothing continues that body's certain checks from where they
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.
     verdict_key = (resolved.profile, conv.model, resolved.modalities, tuple(r.name for r in todo), server_state)
@@ -321,14 +313,3 @@ def _whole(dialect: Dialect, data: bytes) -> Conversation:
     if conv is None:  # it parsed as a message array a moment ago
         raise BadBody("the message array changed while it was read")
     return conv
-
-
-_TOOL_RESULTS = {
-    Dialect.CHAT: (b'"tool"',),
-    Dialect.RESPONSES: (b"_call_output",),
-    Dialect.MESSAGES: (b"tool_result",),
-}
-
-
-def _has_tool_results(dialect: Dialect, data: Searchable | Answers) -> bool:
-    return any(n in data for n in _TOOL_RESULTS[dialect])

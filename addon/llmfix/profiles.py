@@ -36,8 +36,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from llmfix import catalogue
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import NAMES
 from llmfix.images.shape import FORMATS
-from llmfix.route import Dialect
 
 IMAGE_FORMATS = FORMATS
 """The image formats a profile may name: those llmfix's image module reads."""
@@ -228,17 +229,17 @@ BUILTIN: dict[str, Profile] = {
     )
 }
 
-VARIANTS: dict[str, dict[Dialect, str]] = {
-    "deepseek": {Dialect.MESSAGES: "deepseek-anthropic"},
-    "glm": {Dialect.MESSAGES: "glm-anthropic"},
-    "qwen": {Dialect.MESSAGES: "qwen-anthropic"},
-    "minimax": {Dialect.MESSAGES: "minimax-anthropic"},
-    "moonshot": {Dialect.MESSAGES: "moonshot-anthropic"},
+VARIANTS: dict[str, dict[str, str]] = {
+    "deepseek": {"messages": "deepseek-anthropic"},
+    "glm": {"messages": "glm-anthropic"},
+    "qwen": {"messages": "qwen-anthropic"},
+    "minimax": {"messages": "minimax-anthropic"},
+    "moonshot": {"messages": "moonshot-anthropic"},
 }
 """A vendor's profile per dialect: the upstream is host AND dialect. A ``base`` in the profiles file picks
 the variant too, so ``base = "deepseek"`` on a gateway gives ``deepseek-anthropic`` to its Messages requests."""
 
-DIALECT_SECTIONS = tuple(d.value for d in Dialect)
+DIALECT_SECTIONS = NAMES
 
 BUILTIN_HOSTS: tuple[tuple[str, str], ...] = (
     ("api.openai.com", "openai"),
@@ -264,7 +265,7 @@ BUILTIN_HOSTS: tuple[tuple[str, str], ...] = (
 
 def builtin(name: str, dialect: Dialect | None) -> Profile:
     """The built-in profile ``name``, or its variant for ``dialect``."""
-    return BUILTIN[VARIANTS.get(name, {}).get(dialect, name) if dialect is not None else name]
+    return BUILTIN[VARIANTS.get(name, {}).get(str(dialect), name) if dialect is not None else name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +321,7 @@ class ProfileTable:
         if model:
             matching += [o for o in self.models if fnmatch.fnmatchcase(model, o.pattern)]
         for o in matching:
-            for step in (o, o.dialects.get(dialect)) if dialect is not None else (o,):
+            for step in (o, o.dialects.get(str(dialect))) if dialect is not None else (o,):
                 if step is not None:
                     profile = _apply(profile, step, dialect)
                     modality_override = step.modalities or modality_override

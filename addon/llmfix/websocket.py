@@ -58,13 +58,13 @@ from mitmproxy.proxy.layers.websocket import Fragmentizer
 from mitmproxy.websocket import WebSocketMessage
 
 from llmfix import engine, route
+from llmfix.dialects.base import Dialect
 from llmfix.memory.learn import StreamLearner
 from llmfix.proxy import UPSTREAM, flow_name
 from llmfix.report.flowinfo import MESSAGES, SOCKET
 from llmfix.report.views import pretty_redacted
 from llmfix.retry import decide, rejections
 from llmfix.retry.addon import log_retry
-from llmfix.route import Dialect
 
 if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
@@ -107,6 +107,7 @@ class Sent:
 
 @dataclass
 class Socket:
+    dialect: Dialect  # the dialect its client messages carry
     learner: StreamLearner
     host: str
     port: int
@@ -143,7 +144,7 @@ class ResponsesWebSocket:
         # where the upgrade went before any later addon re-pointed it (LLMFix.request noted it)
         _, host, port = flow.metadata.get(UPSTREAM) or (r.scheme, r.host, r.port)
         flow.metadata[SOCKET] = str(dialect)
-        self._sockets[flow.id] = Socket(self.fix.learner(flow, str(dialect)), host, port)
+        self._sockets[flow.id] = Socket(dialect, self.fix.learner(flow, str(dialect)), host, port)
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         sock = self._sockets.pop(flow.id, None)
@@ -188,7 +189,7 @@ class ResponsesWebSocket:
             why = "not a JSON object with a type" if kind is None else f"client message type {kind!r}"
             return self._warn(flow, sock, index, f"{why}: not a Responses request llmfix knows")
         settings = self.fix.settings
-        req = engine.Request(Dialect.RESPONSES, sock.host, sock.port, content, None, f"{flow.id}/{index}")
+        req = engine.Request(sock.dialect, sock.host, sock.port, content, None, f"{flow.id}/{index}")
         sent = Sent(index, req, content)
         sock.in_flight.append(sent)
         outcome = await self.fix.run(req, settings)
@@ -224,16 +225,16 @@ class ResponsesWebSocket:
         if kind == "error":
             await self._rejected(flow, sock, message, sent)
         elif sent.retry is not None:
-            self._resent(flow, sent, message, None)
+            self._resent(flow, sock, sent, message, None)
 
     async def _rejected(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage, sent: Sent) -> None:
         """An error event for ``sent``: a known rejection of a whole history is repaired and sent again."""
         assert sent.req is not None
         event = _loads(message.content)
         status = event.get("status", event.get("status_code"))
-        found = rejections.match(str(Dialect.RESPONSES), status, message.content) if isinstance(status, int) else None
+        found = rejections.match(sock.dialect, status, message.content) if isinstance(status, int) else None
         if sent.retry is not None:
-            return self._resent(flow, sent, message, found)
+            return self._resent(flow, sock, sent, message, found)
         settings = self.fix.settings
         if found is None or not self.retry or settings.mode == "off" or settings.quirks is None:
             return
@@ -245,7 +246,7 @@ class ResponsesWebSocket:
                      "turn may have cost; the whole history on the client's next socket will be")
             d.outcome, d.event["learned"] = None, []  # nothing learned that no resend proved
         if d.outcome is None or d.outcome.wire is None:
-            return log_retry(self.fix, flow, Dialect.RESPONSES, d.event, d.why, message=sent.index)
+            return log_retry(self.fix, flow, sock.dialect, d.event, d.why, message=sent.index)
         decide.learn(d, settings)
         message.drop()  # the client never sees this rejection: it gets the resend's answer
         sock.in_flight.appendleft(Sent(sent.index, sent.req, d.outcome.wire, d))
@@ -260,7 +261,7 @@ class ResponsesWebSocket:
         flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
         _show(flow)
 
-    def _resent(self, flow: http.HTTPFlow, sent: Sent, message: WebSocketMessage,
+    def _resent(self, flow: http.HTTPFlow, sock: Socket, sent: Sent, message: WebSocketMessage,
                 again: rejections.Match | None) -> None:
         """The answer to llmfix's resend has ended: what it means for what was learned, logged once."""
         d = sent.retry
@@ -274,7 +275,7 @@ class ResponsesWebSocket:
         record = flow.metadata.get(MESSAGES, {}).get(str(sent.index), {}).get("retry")
         if isinstance(record, dict):
             record["outcome"] = d.event["outcome"]
-        log_retry(self.fix, flow, Dialect.RESPONSES, d.event, result, message=sent.index)
+        log_retry(self.fix, flow, sock.dialect, d.event, result, message=sent.index)
 
 
 def _show(flow: http.HTTPFlow) -> None:

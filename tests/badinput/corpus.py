@@ -189,7 +189,7 @@ CASES: list[Case] = [
     Case("responses-output-part-image-url-a-number",
          lambda: _j({"input": [{"type": "function_call_output", "call_id": "c",
                                 "output": [{"type": "input_image", "image_url": 5}]}]}),
-         r"input\[0\]\.output\[0\]: Input should be a valid string", RESPONSES, "api.x.ai"),
+         r"input\[0\]\.output\[0\]\.image_url: Input should be a valid string", RESPONSES, "api.x.ai"),
     Case("responses-item-type-a-list", lambda: _j({"model": "gpt-4.1", "input": [{"type": ["function_call"]}]}),
          r"input\[0\]", RESPONSES, e2e=True),
     Case("responses-call-id-a-number",

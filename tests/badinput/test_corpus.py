@@ -16,8 +16,9 @@ import pytest
 from mitmproxy.test import taddons
 
 from llmfix.body import conversation
+from llmfix.dialects.chat import shape as chat_shape
+from llmfix.dialects.registry import CHAT
 from llmfix.proxy import LLMFix
-from llmfix.route import Dialect
 from tests.badinput.corpus import CASES, Case
 from tests.conftest import make_flow
 from tests.upstreams.captures import capture_bytes
@@ -87,8 +88,8 @@ async def test_a_million_element_array_is_validated_a_slice_at_a_time(body: str,
 
     raw = next((c.body() for c in CASES if c.name == body), None) or _million(
         b'{"role":"user","content":"hi"}', b'"tool_choice":"tool",')
-    spy = _CountingAdapter(conversation._ITEMS[Dialect.CHAT])
-    monkeypatch.setitem(conversation._ITEMS, Dialect.CHAT, spy)
+    spy = _CountingAdapter(chat_shape._ITEMS)
+    monkeypatch.setattr(chat_shape, "_ITEMS", spy)
     addon = LLMFix()
     with taddons.context(addon) as tctx:
         tctx.configure(addon, llmfix_memory=":memory:")
@@ -109,7 +110,7 @@ def test_a_bad_item_is_reported_at_its_own_index_whatever_its_slice(at: int) -> 
     items: list[Any] = [{"role": "user", "content": "hi"}] * (6 * conversation.SLICE)
     items[at] = {"role": "tool", "tool_call_id": "c", "content": 5}
     with pytest.raises(conversation.BadBody, match=rf"unexpected shape at messages\[{at}\]\.content"):
-        conversation.parse(Dialect.CHAT, {"messages": items})
+        conversation.parse(CHAT, {"messages": items})
 
 
 async def test_a_streamed_request_body_is_left_alone_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:

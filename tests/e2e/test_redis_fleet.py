@@ -25,7 +25,7 @@ import httpx
 import openai
 import pytest
 
-from llmfix.memory import learn_responses as lr
+from llmfix.dialects.responses import learn as lr
 from llmfix.memory.redis_store import reasoning_key
 from tests.e2e.gateway import Gateway
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump

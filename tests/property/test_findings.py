@@ -32,11 +32,12 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.engine import Request, Settings
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
-from llmfix.route import Dialect
 from tests.property.test_promises import Tick
 from tests.upstreams import rules
 
@@ -77,16 +78,16 @@ def responses_gateway_hoisted() -> dict[str, Any]:
 @pytest.mark.parametrize("host", ["api.openai.com", "api.x.ai", "llm.internal.example"])
 def test_restore_does_not_duplicate_media_the_gateway_already_moved(host: str) -> None:
     window = MediaWindow(0.0, clock=Tick())
-    assert process(Dialect.RESPONSES, "gateway.example", responses_client(), "client", window=window).status \
+    assert process(RESPONSES, "gateway.example", responses_client(), "client", window=window).status \
         == "untouched"
     body = responses_gateway_hoisted()
-    got = sent(process(Dialect.RESPONSES, host, body, "gateway", window=window), body)
+    got = sent(process(RESPONSES, host, body, "gateway", window=window), body)
     assert json.dumps(got).count(IMAGE) == 1
 
 
 def test_restore_does_not_duplicate_media_a_droid_like_gateway_put_after_each_result() -> None:
     window = MediaWindow(0.0, clock=Tick())
-    process(Dialect.RESPONSES, "gateway.example", responses_client(), "client", window=window)
+    process(RESPONSES, "gateway.example", responses_client(), "client", window=window)
     chat = {"model": "gpt-4.1", "messages": [
         {"role": "user", "content": "look at a.png"},
         {"role": "assistant", "content": None,
@@ -95,16 +96,16 @@ def test_restore_does_not_duplicate_media_a_droid_like_gateway_put_after_each_re
         {"role": "user", "content": [{"type": "text", "text": "Image content from tool result:"},
                                      {"type": "image_url", "image_url": {"url": IMAGE}}]},
     ]}
-    outcome = process(Dialect.CHAT, "api.openai.com", chat, "gateway", window=window)
+    outcome = process(CHAT, "api.openai.com", chat, "gateway", window=window)
     assert outcome.status == "untouched", [c.line() for c in outcome.changes]
 
 
 def test_restore_still_puts_back_what_is_really_missing() -> None:
     window = MediaWindow(0.0, clock=Tick())
-    process(Dialect.RESPONSES, "gateway.example", responses_client(), "client", window=window)
+    process(RESPONSES, "gateway.example", responses_client(), "client", window=window)
     body = responses_client()
     body["input"][2] = {**body["input"][2], "output": "a.png"}
-    got = sent(process(Dialect.RESPONSES, "api.openai.com", body, "gateway", window=window), body)
+    got = sent(process(RESPONSES, "api.openai.com", body, "gateway", window=window), body)
     assert got["input"][2]["output"] == responses_client()["input"][2]["output"]
 
 
@@ -114,10 +115,10 @@ def test_restore_still_puts_back_an_image_the_user_also_pasted_later() -> None:
     client = responses_client()
     client["input"].append({"role": "user", "content": [{"type": "input_text", "text": "and this one?"},
                                                         {"type": "input_image", "image_url": IMAGE, "detail": "auto"}]})
-    process(Dialect.RESPONSES, "gateway.example", client, "client", window=window)
+    process(RESPONSES, "gateway.example", client, "client", window=window)
     body = json.loads(json.dumps(client))
     body["input"][2]["output"] = "a.png"  # the gateway dropped the tool result's image, kept the user's
-    got = sent(process(Dialect.RESPONSES, "api.openai.com", body, "gateway", window=window), body)
+    got = sent(process(RESPONSES, "api.openai.com", body, "gateway", window=window), body)
     assert got == client
 
 
@@ -136,11 +137,11 @@ def test_restore_does_not_let_an_earlier_result_claim_a_later_results_moved_imag
         {"role": "user", "content": [{"type": "text", "text": "again"}, image]},
         *turn("t3", [image])]}
     window = MediaWindow(0.0, clock=Tick())
-    process(Dialect.MESSAGES, "gateway.example", client, "client", window=window)
+    process(MESSAGES, "gateway.example", client, "client", window=window)
     body = json.loads(json.dumps(client))
     del body["messages"][2]["content"][0]["content"]  # t1: dropped
     body["messages"][6]["content"] = [{"type": "tool_result", "tool_use_id": "t3"}, image]  # t3: moved after it
-    got = sent(process(Dialect.MESSAGES, "api.anthropic.com", body, "gateway", window=window), body)
+    got = sent(process(MESSAGES, "api.anthropic.com", body, "gateway", window=window), body)
     assert json.dumps(got).count(data) == 3
     assert got["messages"][2] == client["messages"][2]
 
@@ -155,7 +156,7 @@ def deepseek_orphan(content: str | list[dict[str, Any]], model: str = "deepseek-
 
 def test_an_undeclared_tool_image_is_not_sent_to_a_text_only_model() -> None:
     body = deepseek_orphan([{"type": "text", "text": "a.png"}, {"type": "image_url", "image_url": {"url": IMAGE}}])
-    outcome = process(Dialect.CHAT, "api.deepseek.com", body)
+    outcome = process(CHAT, "api.deepseek.com", body)
     got = sent(outcome, body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
     assert IMAGE not in json.dumps(got) and "omitted: model deepseek-chat does not take image input" in json.dumps(got)
@@ -165,7 +166,7 @@ def test_an_undeclared_tool_image_is_not_sent_to_a_text_only_model() -> None:
 def test_an_undeclared_tool_result_keeps_its_text_verbatim() -> None:
     for content in ("\n", "total 8\n-rw-r--r-- a.png\n\n"):
         body = deepseek_orphan(content, "gpt-4.1")
-        got = sent(process(Dialect.CHAT, "api.openai.com", body), body)
+        got = sent(process(CHAT, "api.openai.com", body), body)
         assert got["messages"][-1]["role"] == "user" and got["messages"][-1]["content"].endswith(content)
 
 
@@ -183,7 +184,7 @@ def test_a_tool_file_is_not_hoisted_for_a_text_only_model() -> None:
     body = one_call("deepseek-chat", [
         {"type": "text", "text": "report.pdf"},
         {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}])
-    outcome = process(Dialect.CHAT, "api.deepseek.com", body)
+    outcome = process(CHAT, "api.deepseek.com", body)
     got = sent(outcome, body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
     assert "does not take file input" in json.dumps(got)
@@ -193,7 +194,7 @@ def test_a_tool_file_is_not_hoisted_for_a_text_only_model() -> None:
 def test_a_tool_file_is_still_hoisted_for_a_model_that_takes_pdfs() -> None:
     body = one_call("gpt-4.1", [
         {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}])
-    got = sent(process(Dialect.CHAT, "api.openai.com", body), body)
+    got = sent(process(CHAT, "api.openai.com", body), body)
     assert got["messages"][-1]["role"] == "user" and got["messages"][-1]["content"][1]["type"] == "file"
 
 
@@ -203,7 +204,7 @@ def test_a_tool_file_is_still_hoisted_for_a_model_that_takes_pdfs() -> None:
 def test_deepseek_with_an_uncatalogued_model_gets_no_image_parts() -> None:
     body = one_call("deepseek-flash", [{"type": "text", "text": "a.png"},
                                        {"type": "image_url", "image_url": {"url": IMAGE}}], "read a.png")
-    outcome = process(Dialect.CHAT, "api.deepseek.com", body)
+    outcome = process(CHAT, "api.deepseek.com", body)
     got = sent(outcome, body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
     assert "a.png" in got["messages"][2]["content"] and "image" in got["messages"][2]["content"]  # placeholder
@@ -218,7 +219,7 @@ def test_a_drop_names_the_profile_only_when_the_profile_flag_caused_it() -> None
     body = one_call("deepseek-vision-1", [
         {"type": "text", "text": "a.pdf"},
         {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}])
-    dropped = [d for c in process(Dialect.CHAT, "api.deepseek.com", body, table=table).changes for d in c.dropped]
+    dropped = [d for c in process(CHAT, "api.deepseek.com", body, table=table).changes for d in c.dropped]
     assert len(dropped) == 1 and "does not take file input" in dropped[0] and "profile" not in dropped[0]
 
 
@@ -241,7 +242,7 @@ def test_a_decompression_bomb_is_refused_without_inflating_it() -> None:
     bomb = gzip_bomb(64 << 20)
     tracemalloc.start()
     try:
-        outcome = engine.process(Request(Dialect.CHAT, "api.openai.com", 443, bomb, "gzip"), Settings(max_body=1 << 20))
+        outcome = engine.process(Request(CHAT, "api.openai.com", 443, bomb, "gzip"), Settings(max_body=1 << 20))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -254,7 +255,7 @@ def test_an_unhashable_item_type_is_bad_input_not_a_crash(kind: Any) -> None:
     raw = json.dumps({"model": "gpt-4.1", "input": [{"type": kind}]}).encode()
     memory = Recall(SqliteStore(":memory:"))
     try:
-        outcome = engine.process(Request(Dialect.RESPONSES, "api.openai.com", 443, raw), Settings(memory=memory))
+        outcome = engine.process(Request(RESPONSES, "api.openai.com", 443, raw), Settings(memory=memory))
     finally:
         memory.close()
     assert outcome.status in ("failed", "untouched")

@@ -27,7 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmfix import engine
-from llmfix.route import Dialect
+from llmfix.dialects.registry import MESSAGES
 from tests.images import png_b64
 from tests.property.budget import BUDGET
 from tests.upstreams.rules import check
@@ -88,7 +88,7 @@ def conversations(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
 def run(host: str, messages: list[dict[str, Any]]) -> tuple[engine.Outcome, bytes, dict[str, Any]]:
     raw = orjson.dumps({"model": "claude-opus-5-5", "max_tokens": 64, "stream": True,
                         "system": [{"type": "text", "text": "top"}], "messages": messages})
-    out = engine.process(engine.Request(Dialect.MESSAGES, host, 443, raw), engine.Settings())
+    out = engine.process(engine.Request(MESSAGES, host, 443, raw), engine.Settings())
     assert out.status != "failed", out.reason
     sent = out.body if out.status == "repaired" else raw
     assert sent is not None
@@ -135,7 +135,7 @@ def test_fold_promises(turns: list[list[dict[str, Any]]], host: str) -> None:
             m for m in messages if m["role"] == "assistant"]
         assert images(got["messages"]) == images(messages)
         assert json.dumps(got).count("cache_control") == json.dumps(messages).count("cache_control")
-        again = engine.process(engine.Request(Dialect.MESSAGES, host, 443, sent), engine.Settings())
+        again = engine.process(engine.Request(MESSAGES, host, 443, sent), engine.Settings())
         assert again.status == "untouched"  # idempotent
         assert run(host, messages)[1] == sent  # deterministic
         items = orjson.dumps(got["messages"])[:-1]

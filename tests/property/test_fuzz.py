@@ -16,8 +16,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix import engine
+from llmfix.dialects.registry import named
 from llmfix.engine import Request
-from llmfix.route import Dialect
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS
 from tests.property.test_promises import llmfix
@@ -62,7 +62,7 @@ def test_any_broken_conversation_is_repaired_or_passed_with_a_reason(dialect: st
     raw = orjson.dumps(body)
     if data.draw(st.integers(0, 9), label="cut") == 0:
         raw = raw[: data.draw(st.integers(0, len(raw)), label="cut at")]
-    request = Request(Dialect(dialect), conv.host.name, 443, raw, None, "fuzz")
+    request = Request(named(dialect), conv.host.name, 443, raw, None, "fuzz")
     with llmfix("knows", conv.calls) as one, llmfix("knows", conv.calls) as two:
         first, second = engine.process(request, one), engine.process(request, two)
     event(f"{dialect}: {first.status}")

@@ -26,9 +26,9 @@ from PIL import Image
 
 from llmfix import engine, images
 from llmfix.body.media import digest
+from llmfix.dialects.registry import named
 from llmfix.engine import Request, Settings
 from llmfix.retry.decide import Fixed
-from llmfix.route import Dialect
 from tests.images import b64, image_bytes
 from tests.property.budget import BUDGET
 from tests.upstreams import rules
@@ -189,7 +189,7 @@ def masked(body: Any, paths: list[tuple[Any, ...]]) -> Any:
 
 
 def send(dialect: str, upstream: Upstream, raw: bytes) -> engine.Outcome:
-    return engine.process(Request(Dialect(dialect), upstream.host, 443, raw), Settings(quirks=Fixed(upstream.learned)))
+    return engine.process(Request(named(dialect), upstream.host, 443, raw), Settings(quirks=Fixed(upstream.learned)))
 
 
 CASES = [(d, name) for name, u in UPSTREAMS.items() for d in u.dialects]

@@ -16,11 +16,11 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix.body.conversation import loads, parse
+from llmfix.dialects.registry import named
 from llmfix.engine import Outcome
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import pair_tool_calls
 from llmfix.repairs.base import Context
-from llmfix.route import Dialect
 from llmfix.wire import paired
 from tests.property import promises
 from tests.property.breakage import broken_conversation
@@ -83,7 +83,7 @@ def test_the_fast_path_never_skips_a_change(dialect: str, data: st.DataObject) -
     host = data.draw(st.sampled_from(list(HOSTS)), label="host")
     strategy = st.one_of(broken_conversation(dialect, host), CONVERSATIONS[dialect](host))
     conv = data.draw(strategy, label="conversation")
-    d = Dialect(dialect)
+    d = named(dialect)
     parsed = parse(d, loads(conv.raw()))
     assert parsed is not None
     items = parsed.items

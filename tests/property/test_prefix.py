@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from llmfix import engine
 from llmfix.body.conversation import loads, parse
 from llmfix.body.prefix import Hit, PrefixCache
+from llmfix.dialects.registry import named
 from llmfix.engine import Request, Settings
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
-from llmfix.route import Dialect
 from llmfix.wire.toolresults import Piece, Result, results
 from tests.property.breakage import valid_or_broken
 from tests.property.budget import BUDGET
@@ -82,7 +82,7 @@ class Cache(PrefixCache):
 
 
 def answer(settings: Settings, dialect: str, host: str, raw: bytes, flow: str) -> tuple[Any, ...]:
-    o = engine.process(Request(Dialect(dialect), host, 443, raw, None, flow), settings)
+    o = engine.process(Request(named(dialect), host, 443, raw, None, flow), settings)
     window = _window(settings.window)  # what the media window recorded, before the request ends
     settings.window.finish(flow)
     return o.status, o.reason, o.body, o.lines, o.profile, o.model, window
@@ -90,10 +90,10 @@ def answer(settings: Settings, dialect: str, host: str, raw: bytes, flow: str) -
 
 def _elsewhere(dialect: str, raw: bytes) -> list[Result]:
     """The tool results of ``raw`` as another request might have carried them: another text, an image."""
-    conv = parse(Dialect(dialect), loads(raw))
+    conv = parse(named(dialect), loads(raw))
     image = Piece("image", url="data:image/png;base64,iVBORw0KGgo=")
     return [Result(r.call_id, r.index, (Piece("text", text="elsewhere"), image)) for r in
-            results(Dialect(dialect), conv.items)] if conv is not None else []
+            results(named(dialect), conv.items)] if conv is not None else []
 
 
 def _window(window: MediaWindow) -> dict[str, Any]:

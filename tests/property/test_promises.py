@@ -29,12 +29,12 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix import engine
+from llmfix.dialects.registry import named
 from llmfix.engine import Outcome, Request, Settings
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import ToolCall
-from llmfix.route import Dialect
 from tests.property import promises
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS, PATHS, Conversation
@@ -69,7 +69,7 @@ def llmfix(mode: str, calls: list[ToolCall]) -> Iterator[Settings]:
 
 
 def send(settings: Settings, conv: Conversation, raw: bytes, flow: str) -> Outcome:
-    outcome = engine.process(Request(Dialect(conv.dialect), conv.host.name, 443, raw, None, flow), settings)
+    outcome = engine.process(Request(named(conv.dialect), conv.host.name, 443, raw, None, flow), settings)
     settings.window.finish(flow)
     return outcome
 

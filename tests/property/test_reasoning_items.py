@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.body.prefix import PrefixCache
-from llmfix.memory.learn_responses import reasoning_in_output
+from llmfix.dialects.registry import RESPONSES
+from llmfix.dialects.responses.learn import reasoning_in_output
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
 from llmfix.memory.store import Reasoning
 from llmfix.retry import decide, rejections
 from llmfix.retry.learned import LearnedQuirks
-from llmfix.route import Dialect
 from tests.property.budget import BUDGET
 from tests.upstreams import rules
 from tests.upstreams.reasoning_items_rules import Ledger, Organization
@@ -129,7 +129,7 @@ def memory(answers: list[list[dict[str, Any]]], learned: list[bool]) -> SqliteRe
 
 def process(store: Any, raw: bytes, cache: PrefixCache | None = None) -> engine.Outcome:
     settings = engine.Settings(reasoning=store, prefix=cache)
-    return engine.process(engine.Request(Dialect.RESPONSES, HOST, 443, raw), settings)
+    return engine.process(engine.Request(RESPONSES, HOST, 443, raw), settings)
 
 
 def kept(items: list[dict[str, Any]]) -> Counter[str]:
@@ -215,7 +215,7 @@ def retried(store: Any, ledger: Ledger, org: Organization, sent: dict[str, Any],
     found = rejections.match("responses", rejection.status, orjson.dumps(rejection.body))
     assert found is not None, rejection.message
     settings = engine.Settings(reasoning=store, quirks=LearnedQuirks(None, 3600), prefix=cache)
-    d = asyncio.run(decide.decide(found, rejection.status, engine.Request(Dialect.RESPONSES, HOST, 443, raw),
+    d = asyncio.run(decide.decide(found, rejection.status, engine.Request(RESPONSES, HOST, 443, raw),
                                   first.body or raw, settings))
     assert d.outcome is not None, d.why
     decide.learn(d, settings)

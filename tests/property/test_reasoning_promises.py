@@ -27,12 +27,13 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.body.prefix import Hit, PrefixCache
-from llmfix.memory.learn_anthropic_thinking import FOREIGN, SIGNED, block_key, fact_key, marker_key
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.chat.learn_reasoning import call_key, context, records, text_key
+from llmfix.dialects.messages.learn_thinking import FOREIGN, SIGNED, block_key, fact_key, marker_key
+from llmfix.dialects.registry import CHAT, MESSAGES
 from llmfix.memory.learn_base import Asked
-from llmfix.memory.learn_chat_reasoning import call_key, context, records, text_key
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
 from llmfix.memory.store import Reasoning, ToolCall
-from llmfix.route import Dialect
 from tests.property.budget import BUDGET
 from tests.upstreams.reasoning_rules import missing_in_tool_spans
 from tests.upstreams.reasoning_sessions import run as run_engine
@@ -134,7 +135,7 @@ def fast_path_agrees(dialect: Dialect, host: str, turns: list[list[dict[str, Any
 @given(session=chat_sessions(), when=st.integers(0, 6))
 def test_chat_fast_path_agrees_when_memory_learns_late(session: Any, when: int) -> None:
     turns, heard = session
-    fast_path_agrees(Dialect.CHAT, "api.deepseek.com", turns, SqliteReasoningStore(":memory:"),
+    fast_path_agrees(CHAT, "api.deepseek.com", turns, SqliteReasoningStore(":memory:"),
                      noted(heard, "api.deepseek.com:443/chat"), when)
 
 
@@ -152,7 +153,7 @@ def test_chat_reasoning_is_given_back_exactly_where_needed(session: Any, host: s
     for turn in turns:
         sent = sent + turn
         body = {"model": model, "messages": sent}
-        out, got = run(Dialect.CHAT, host, body, store)
+        out, got = run(CHAT, host, body, store)
         needy = set(missing_in_tool_spans(sent))
         only_reasoning_changed(sent, got["messages"])
         restored = {}
@@ -175,7 +176,7 @@ def test_chat_reasoning_is_given_back_exactly_where_needed(session: Any, host: s
             assert out.status == "untouched"  # nothing to give back: byte-identical
         if all(sent[i].get("reasoning_content") or i in restored for i in needy):
             assert check(rules, "/v1/chat/completions", got) is None
-        again, _ = run(Dialect.CHAT, host, got, store)
+        again, _ = run(CHAT, host, got, store)
         assert again.status == "untouched"  # idempotent
         if previous is not None:
             assert got["messages"][: len(previous)] == previous  # prefix-stable
@@ -260,7 +261,7 @@ def test_only_foreign_thinking_leaves_and_the_latest_turn_never(session: Any, re
     for n, turn in enumerate(turns):
         sent = sent + turn
         body = {"model": MODEL, "max_tokens": 100, "messages": sent}
-        out, got = run(Dialect.MESSAGES, HOST, body, store)
+        out, got = run(MESSAGES, HOST, body, store)
         messages = got["messages"]
         latest = max((i for i, m in enumerate(sent) if m["role"] == "assistant"), default=None)
         if latest is not None:
@@ -282,7 +283,7 @@ def test_only_foreign_thinking_leaves_and_the_latest_turn_never(session: Any, re
         latest_ok = latest is None or kinds[n - 1] in ("own", "none")
         if latest_ok and not any(k.startswith("other") for k in older_kinds):
             assert ledger.check("anthropic", "messages", got) is None  # memory could know every foreign block
-        again, _ = run(Dialect.MESSAGES, HOST, got, store)
+        again, _ = run(MESSAGES, HOST, got, store)
         assert again.status == "untouched"  # idempotent
         if previous is not None and n >= 2 and kinds[n - 2] in ("own", "none"):
             assert messages[: len(previous)] == previous  # prefix-stable while the session goes on here
@@ -301,4 +302,4 @@ def test_messages_fast_path_agrees_when_a_rejection_teaches_late(session: Any, w
     if foreign:
         key = block_key(data.draw(st.sampled_from(foreign), label="rejected later")) or ""
         late = [Reasoning(FOREIGN, fact_key(key, UP), "test", UP), Reasoning(FOREIGN, marker_key(UP), "test", UP)]
-    fast_path_agrees(Dialect.MESSAGES, HOST, turns, store, late, when)
+    fast_path_agrees(MESSAGES, HOST, turns, store, late, when)

@@ -21,9 +21,9 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from llmfix import engine
+from llmfix.dialects.registry import named
 from llmfix.engine import Request, Settings
 from llmfix.memory.media_window import MediaWindow
-from llmfix.route import Dialect
 from tests.property import gateway, promises
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS, KEYS, PATHS
@@ -65,7 +65,7 @@ def test_gateway_leg_gets_the_clients_media_back_once(client_dialect: str, gatew
     window = MediaWindow(0.0, clock=Tick())
     settings = Settings(window=window)
     client_raw, client = conv.raw(), conv.body()
-    first = engine.process(Request(Dialect(client_dialect), GATEWAY_HOST, 443, client_raw, None, "client"), settings)
+    first = engine.process(Request(named(client_dialect), GATEWAY_HOST, 443, client_raw, None, "client"), settings)
     # untouched, but for the images of a model that takes none (grok-code-fast-1 is text-only by the catalogue)
     # and images the gateway's strict reading refuses (fit-images): the gateway gets them as llmfix sent them
     assert set(first.repairs) <= {"omit-unsupported-media", "fit-images"}, [c.line() for c in first.changes]
@@ -78,7 +78,7 @@ def test_gateway_leg_gets_the_clients_media_back_once(client_dialect: str, gatew
     sent = {"model": conv.model, KEYS[gateway_dialect]: forwarded(items, fates), **conv.top}
     raw = gateway.dumps(sent)
     host = HOSTS[target]
-    outcome = engine.process(Request(Dialect(gateway_dialect), host.name, 443, raw, None, "gateway"), settings)
+    outcome = engine.process(Request(named(gateway_dialect), host.name, 443, raw, None, "gateway"), settings)
     assert outcome.status != "failed", outcome.reason
     event(f"{gateway_dialect}/{target}: {'+'.join(outcome.repairs) or 'untouched'}")
     out, got = promises.body_of(raw, outcome)
@@ -100,5 +100,5 @@ def test_gateway_leg_gets_the_clients_media_back_once(client_dialect: str, gatew
         assert any(text in s for s in promises.strings(got)), f"text {text!r} is missing"
     promises.accepted(host.rules, PATHS[gateway_dialect], got)
 
-    again = engine.process(Request(Dialect(gateway_dialect), host.name, 443, out, None, "gateway-again"), settings)
+    again = engine.process(Request(named(gateway_dialect), host.name, 443, out, None, "gateway-again"), settings)
     assert again.status == "untouched", f"not idempotent: {[c.line() for c in again.changes]}"

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from llmfix.body.conversation import loads, parse
 from llmfix.body.haystack import haystack
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import named
 from llmfix.memory.media_window import MediaWindow
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import pair_tool_calls, pipeline, settled
 from llmfix.repairs.base import Context
-from llmfix.route import Dialect
 from tests.property.breakage import valid_or_broken
 from tests.property.budget import BUDGET
 from tests.property.strategies import CONVERSATIONS, HOSTS
@@ -30,8 +31,8 @@ from tests.property.test_promises import Tick
 def _context(conv: Any, d: Dialect, window: MediaWindow) -> tuple[Context, list[Any]]:
     resolved = ProfileTable().resolve(conv.host.name, 443, conv.model, d)
     todo = pipeline.candidates(d, resolved.profile, haystack(conv.raw()), frozenset(pipeline.NAMES))
-    ctx = Context(d, resolved.profile, conv.model, resolved.modalities, None,
-                  {"media_window": window, "flow_id": "this", "server_state": False})
+    ctx = Context(d, resolved.profile, conv.model, resolved.modalities, None, window=window, flow_id="this",
+                  server_state=False)
     return ctx, todo
 
 
@@ -41,7 +42,7 @@ def _context(conv: Any, d: Dialect, window: MediaWindow) -> tuple[Context, list[
 @given(data=st.data())
 def test_a_certain_chain_means_no_repair_changes_anything(dialect: str, host: str, data: st.DataObject) -> None:
     broken, conv = valid_or_broken(data, dialect, host)
-    d = Dialect(dialect)
+    d = named(dialect)
     window = MediaWindow(0.0, clock=Tick())
     ctx, todo = _context(conv, d, window)
     if data.draw(st.booleans(), label="another request carried the results"):
@@ -100,7 +101,7 @@ def test_valid_histories_are_settled(dialect: str, data: st.DataObject) -> None:
     host = "anthropic" if dialect == "messages" else "openai"
     conv = data.draw(CONVERSATIONS[dialect](host), label="conversation")
     raw = conv.raw()
-    d = Dialect(dialect)
+    d = named(dialect)
     window = MediaWindow(0.0, clock=Tick())
     ctx, todo = _context(conv, d, window)
     items = parse(d, loads(raw)).items

@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.body.media import digest
+from llmfix.dialects.registry import named
 from llmfix.engine import Request, Settings
 from llmfix.profiles import parse_table
 from llmfix.repairs.text_media import recognise
-from llmfix.route import Dialect
 from tests.images import b64, image_bytes
 from tests.property import promises
 from tests.property.budget import BUDGET
@@ -42,7 +42,7 @@ TARGETS = {  # (host, model, table): text-only by profile flag, by catalogue, by
 
 
 def send(settings: Settings, dialect: str, host: str, raw: bytes) -> engine.Outcome:
-    return engine.process(Request(Dialect(dialect), host, 443, raw), settings)
+    return engine.process(Request(named(dialect), host, 443, raw), settings)
 
 
 def payload_digests(value: Any) -> list[str]:

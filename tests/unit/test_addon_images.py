@@ -12,6 +12,7 @@ import pytest
 from mitmproxy.test import taddons
 
 from llmfix import images, proxy
+from llmfix.dialects.registry import RESPONSES
 from llmfix.proxy import LLMFix
 from tests.conftest import fixture_json, make_flow
 from tests.images import b64
@@ -93,7 +94,6 @@ async def test_a_plain_request_never_waits_behind_images_being_converted(addon, 
     from concurrent.futures import ThreadPoolExecutor
 
     from llmfix import engine
-    from llmfix.route import Dialect
 
     pool = ThreadPoolExecutor(max_workers=4)
     asyncio.get_running_loop().set_default_executor(pool)
@@ -107,7 +107,7 @@ async def test_a_plain_request_never_waits_behind_images_being_converted(addon, 
         return compute(*args)
 
     monkeypatch.setattr(images, "_compute", held)
-    request = lambda raw: engine.Request(Dialect.RESPONSES, "api.openai.com", 443, raw)  # noqa: E731
+    request = lambda raw: engine.Request(RESPONSES, "api.openai.com", 443, raw)  # noqa: E731
     try:
         converting = [asyncio.create_task(addon.run(request(svg_body(k)), addon.settings)) for k in range(8)]
         assert await asyncio.to_thread(started.acquire, True, 30)  # a conversion is under way, held
@@ -127,7 +127,6 @@ def test_the_collector_is_paused_for_the_request_and_on_for_image_work(monkeypat
 
     from llmfix import engine
     from llmfix.repairs import settled
-    from llmfix.route import Dialect
 
     seen: dict[str, bool] = {}
     compute, loads = images._compute, engine.loads
@@ -151,7 +150,7 @@ def test_the_collector_is_paused_for_the_request_and_on_for_image_work(monkeypat
     monkeypatch.setattr(settled, "advance", checking)
     images.CACHE.clear()
     assert gc.isenabled()
-    outcome = engine.process(engine.Request(Dialect.RESPONSES, "api.openai.com", 443, svg_body(99)),
+    outcome = engine.process(engine.Request(RESPONSES, "api.openai.com", 443, svg_body(99)),
                              engine.Settings(prefix=None))
     assert outcome.status == "repaired" and seen == {"parsing": False, "checking": False, "converting": True}
     assert gc.isenabled()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.profiles import BUILTIN, ProfileTable, load_table
-from llmfix.route import Dialect, dialect_for
+from llmfix.route import dialect_for
 
-M, C, R = Dialect.MESSAGES, Dialect.CHAT, Dialect.RESPONSES
+M, C, R = MESSAGES, CHAT, RESPONSES
 
 
 @pytest.mark.parametrize(
@@ -63,7 +65,7 @@ def test_deepseek_chat_is_text_only_but_its_messages_api_takes_images() -> None:
      "/api/anthropic/v1/messages", "/apps/anthropic/v1/messages?beta=true", "/coding/v1/messages"],
 )
 def test_messages_dialect_under_vendor_path_prefixes(path: str) -> None:
-    assert dialect_for("POST", path, "application/json") is Dialect.MESSAGES
+    assert dialect_for("POST", path, "application/json") is MESSAGES
 
 
 def test_profiles_file_stays_backward_compatible_and_base_picks_the_dialect_variant(tmp_path) -> None:

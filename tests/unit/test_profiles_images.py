@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from llmfix.dialects.registry import CHAT, MESSAGES
 from llmfix.images import Limits
 from llmfix.profiles import BUILTIN, FLAGS, SETTINGS, Profile, ProfileTable, parse_table
 from llmfix.repairs import fit_images
 from llmfix.retry import rejections
-from llmfix.route import Dialect
 
 
 def test_flags_retry_can_learn_are_all_yes_or_no() -> None:
@@ -56,7 +56,7 @@ def test_the_built_ins_carry_the_published_limits() -> None:
     assert x.image_formats == ("jpeg", "png") and x.image_max_bytes == 10 * 1024 * 1024
     assert fit_images.rules_of(BUILTIN["deepseek"]) is None  # its Chat API takes no image at all (omitted)
     for host, name in (("gateway.example", "spec"), ("openrouter.ai", "openrouter")):
-        gateway = ProfileTable().resolve(host, 443, None, Dialect.CHAT).profile
+        gateway = ProfileTable().resolve(host, 443, None, CHAT).profile
         assert gateway.name == name and set(gateway.image_formats or ()) == {"jpeg", "png", "gif", "webp"}
         rules = fit_images.rules_of(gateway)
         assert rules is not None and rules.limits == Limits(formats=frozenset({"jpeg", "png", "gif", "webp"}))
@@ -68,15 +68,15 @@ def test_a_learned_vendor_flag_puts_that_vendors_image_limits_on_an_unknown_host
     openai = fit_images.rules_of(BUILTIN["openai"])
     assert anthropic is not None and openai is not None and "image_limits_anthropic" in FLAGS
     table = ProfileTable()
-    learned = table.resolve("llm.gateway.example", 443, None, Dialect.MESSAGES, (("image_limits_anthropic", True),))
+    learned = table.resolve("llm.gateway.example", 443, None, MESSAGES, (("image_limits_anthropic", True),))
     assert fit_images.rules_of(learned.profile) == anthropic
-    both = table.resolve("llm.gateway.example", 443, None, Dialect.CHAT,
+    both = table.resolve("llm.gateway.example", 443, None, CHAT,
                          (("image_limits_anthropic", True), ("image_limits_openai", True))).profile
     rules = fit_images.rules_of(both)
     assert rules is not None and rules.limits == anthropic.limits.stricter(openai.limits)
     assert not rules.limits.gif_animated and rules.many_side == 2000
     # the profiles file still wins over what was learned
     pinned = parse_table({"hosts": {"llm.gateway.example": {"image_limits_anthropic": False}}})
-    assert fit_images.rules_of(pinned.resolve("llm.gateway.example", 443, None, Dialect.MESSAGES,
+    assert fit_images.rules_of(pinned.resolve("llm.gateway.example", 443, None, MESSAGES,
                                               (("image_limits_anthropic", True),)).profile) == \
         fit_images.rules_of(BUILTIN["spec"])

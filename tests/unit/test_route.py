@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.profiles import ProfileTable, load_table, parse_table
-from llmfix.route import Dialect, dialect_for
+from llmfix.route import dialect_for
 
 
 @pytest.mark.parametrize(
     ("path", "dialect"),
     [
-        ("/v1/chat/completions", Dialect.CHAT),
-        ("/api/v1/chat/completions", Dialect.CHAT),
-        ("/openai/v1/chat/completions?api-version=2024-10-21", Dialect.CHAT),
-        ("/zen/go/v1/chat/completions", Dialect.CHAT),
-        ("/chat/completions/", Dialect.CHAT),
-        ("/v1/responses", Dialect.RESPONSES),
-        ("/openai/v1/responses", Dialect.RESPONSES),
-        ("/backend-api/codex/responses", Dialect.RESPONSES),
-        ("/v1/messages", Dialect.MESSAGES),
-        ("/api/anthropic/v1/messages?beta=true", Dialect.MESSAGES),
+        ("/v1/chat/completions", CHAT),
+        ("/api/v1/chat/completions", CHAT),
+        ("/openai/v1/chat/completions?api-version=2024-10-21", CHAT),
+        ("/zen/go/v1/chat/completions", CHAT),
+        ("/chat/completions/", CHAT),
+        ("/v1/responses", RESPONSES),
+        ("/openai/v1/responses", RESPONSES),
+        ("/backend-api/codex/responses", RESPONSES),
+        ("/v1/messages", MESSAGES),
+        ("/api/anthropic/v1/messages?beta=true", MESSAGES),
     ],
 )
 def test_llm_paths_route_to_their_dialect(path: str, dialect: Dialect) -> None:
@@ -46,7 +48,7 @@ def test_other_traffic_is_not_routed(method: str, path: str, ctype: str | None) 
 
 
 def test_missing_content_type_still_routes() -> None:
-    assert dialect_for("POST", "/v1/responses", None) is Dialect.RESPONSES
+    assert dialect_for("POST", "/v1/responses", None) is RESPONSES
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix import engine
+from llmfix.dialects.base import Dialect
 from llmfix.memory.learn import StreamLearner
 from llmfix.memory.store import ReasoningStore, ToolCall
-from llmfix.route import Dialect
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.reasoning_canned import anthropic_sse, chat_sse, issued_turn, with_reasoning
 from tests.upstreams.thinking import Ledger

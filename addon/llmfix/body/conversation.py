@@ -8,15 +8,14 @@ array (``messages`` / ``input``); every other top-level field stays the plain va
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import orjson
 import pydantic_core
-from pydantic import FailFast, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from llmfix.body import dumps
-from llmfix.route import Dialect
-from llmfix.wire import anthropic, chat, responses
+from llmfix.dialects.base import Dialect
 from llmfix.wire.base import dump_items
 
 
@@ -24,13 +23,6 @@ class BadBody(ValueError):
     """The body is not a request of its route's dialect; the reason is the message."""
 
 
-KEY = {Dialect.CHAT: "messages", Dialect.RESPONSES: "input", Dialect.MESSAGES: "messages"}
-"""The top-level member holding each dialect's message array."""
-_ITEMS: dict[Dialect, TypeAdapter[list[Any]]] = {
-    Dialect.CHAT: TypeAdapter(Annotated[list[chat.Message], FailFast()]),
-    Dialect.RESPONSES: TypeAdapter(Annotated[list[responses.Item], FailFast()]),
-    Dialect.MESSAGES: TypeAdapter(Annotated[list[anthropic.Message], FailFast()]),
-}
 SLICE = 1024
 """Items validated per call into pydantic-core. One call holds the GIL throughout, and llmfix runs large
 bodies in a worker thread so that the event loop keeps serving other flows: a million-item array in one
@@ -45,7 +37,7 @@ class Conversation:
 
     @property
     def key(self) -> str:
-        return KEY[self.dialect]
+        return self.dialect.shape.KEY
 
     @property
     def model(self) -> str | None:
@@ -68,15 +60,13 @@ def check_shape(dialect: Dialect, body: Any) -> list[Any] | None:
     """The raw message array; None when ``input`` is a plain string. Raises :class:`BadBody` on a wrong shape."""
     if not isinstance(body, dict):
         raise BadBody(f"body is a JSON {type(body).__name__}, not an object")
-    key = KEY[dialect]
+    key = dialect.shape.KEY
     if key not in body:
         raise BadBody(f"no '{key}' field: not a {dialect} request")
-    raw = body[key]
-    if dialect is Dialect.RESPONSES and isinstance(raw, str):
-        return None
-    if not isinstance(raw, list):
-        raise BadBody(f"'{key}' is a JSON {type(raw).__name__}, not an array")
-    return raw
+    try:
+        return dialect.shape.conversation(body)
+    except ValueError as e:
+        raise BadBody(str(e)) from None
 
 
 def parse(dialect: Dialect, body: Any) -> Conversation | None:
@@ -97,11 +87,11 @@ def typed(dialect: Dialect, raw: list[Any], offset: int = 0) -> list[Any]:
         return _validate(dialect, raw)
     except _Invalid as bad:
         err = max(bad.error.errors(), key=lambda er: len(er["loc"]))
-        parts = [p for p in err["loc"] if not _is_tag(p)]
+        parts = [p for p in err["loc"] if not _is_tag(p, dialect.shape.TAGS)]
         parts = [p for i, p in enumerate(parts) if i + 1 >= len(parts) or parts[i + 1] != p]
         if parts and isinstance(parts[0], int):
             parts[0] += bad.offset + offset
-        loc = KEY[dialect] + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+        loc = dialect.shape.KEY + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
         raise BadBody(f"unexpected shape at {loc}: {err['msg']}") from None
 
 
@@ -112,24 +102,19 @@ class _Invalid(Exception):
 
 def _validate(dialect: Dialect, raw: list[Any]) -> list[Any]:
     """The typed items, validated :data:`SLICE` at a time; the first bad item raises :class:`_Invalid`."""
-    adapter = _ITEMS[dialect]
+    typed = dialect.shape.typed
     items: list[Any] = []
     for start in range(0, len(raw), SLICE):
         try:
-            items += adapter.validate_python(raw[start : start + SLICE])
+            items += typed(raw[start : start + SLICE])
         except ValidationError as e:
             raise _Invalid(e, start) from None
     return items
 
 
-_TAGS = frozenset({"image_url", "file", "input_audio", "other", "input_text", "output_text", "input_image",
-                   "input_file", "message", "function_call", "custom_tool_call", "tool_output", "media", "tool_use",
-                   "tool_result", "str"})
-
-
-def _is_tag(p: Any) -> bool:
+def _is_tag(p: Any, tags: frozenset[str]) -> bool:
     """Union branch names pydantic puts in error locations; not part of the JSON path."""
-    return isinstance(p, str) and (p in _TAGS or "[" in p or "(" in p)
+    return isinstance(p, str) and (p in tags or "[" in p or "(" in p)
 
 
 def to_body(conv: Conversation, original: Conversation | None = None) -> dict[str, Any]:

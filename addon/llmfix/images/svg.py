@@ -27,6 +27,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any
 
+from llmfix.images.raster import Undecodable, check_bounds, open_raster, short, sniff
 from llmfix.images.shape import Refused
 
 MAX_BYTES = 8 * 1024 * 1024
@@ -62,8 +63,6 @@ class Svg:
 
 
 def parse(raw: bytes) -> Svg:
-    from llmfix.images.decode import short
-
     if len(raw) > MAX_BYTES:
         raise Refused(f"SVG of {len(raw)} bytes is over llmfix's bound of {MAX_BYTES} bytes: not rendered")
     try:
@@ -90,8 +89,6 @@ def rasterize(svg: Svg, width: int, height: int) -> Any:
     PIL image. ``width`` and ``height`` are capped at :data:`RASTER_SIDE`."""
     import resvg_py
     from PIL import Image
-
-    from llmfix.images.decode import short
 
     width, height = min(max(1, width), RASTER_SIDE), min(max(1, height), RASTER_SIDE)
     try:
@@ -160,8 +157,6 @@ def _view_box(value: str | None) -> tuple[float, float] | None:
 
 def _strip_references(elements: list[ET.Element]) -> int:
     """Remove every ``href`` that is neither a fragment nor an inline raster within bounds; how many were."""
-    from llmfix.images.decode import Undecodable, check_bounds, open_image, sniff
-
     removed = 0
     for el in elements:
         for name in [n for n in el.attrib if n in ("href", _XLINK)]:
@@ -173,9 +168,9 @@ def _strip_references(elements: list[ET.Element]) -> int:
                     raw = base64.b64decode(value.partition(",")[2], validate=False)
                 except ValueError:
                     raw = b""
-                if sniff(raw) in ("png", "jpeg", "gif", "webp"):  # never an SVG inside an SVG
+                if (fmt := sniff(raw)) in ("png", "jpeg", "gif", "webp"):  # never an SVG inside an SVG
                     try:
-                        shape = open_image(raw, 0).shape
+                        shape = open_raster(raw, fmt, 0)[0]
                         check_bounds(shape.width, shape.height)  # resvg decodes it whole: Refused past the bound
                         continue
                     except Undecodable:

@@ -11,9 +11,8 @@ the :class:`~llmfix.memory.store.Reasoning` records the reasoning repairs need:
 - :func:`learn_json_response` reads a non-streamed JSON response;
 - :func:`calls_in_request` reads the calls a request's own history declares.
 
-The shapes of each dialect live in :mod:`.learn_chat`, :mod:`.learn_responses` and :mod:`.learn_anthropic`
-(each: its calls in requests and JSON answers, and an SSE ``Assembler``); Content-Encoding is
-:mod:`llmfix.body.codec`'s.
+The shapes of each dialect live in its ``learn`` module (``dialects/*/learn.py``: its calls in requests and JSON
+answers, its reasoning, and an SSE ``Assembler``); Content-Encoding is :mod:`llmfix.body.codec`'s.
 
 Invariants: the learner only observes; it never changes, delays or drops a byte of the response, and
 ``feed`` never raises (an internal error, an undecodable body or a raising callback logs one warning
@@ -31,60 +30,55 @@ from typing import Any
 import orjson
 
 from llmfix.body import codec
-from llmfix.memory import learn_anthropic, learn_chat, learn_responses
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import named
 from llmfix.memory.learn_base import Asked, Assembler
 from llmfix.memory.store import Reasoning, ToolCall
 
 logger = logging.getLogger(__name__)
 
-DIALECTS = ("chat", "responses", "messages")
-
 OnCalls = Callable[[list[ToolCall]], None]
 OnReasoning = Callable[[list[Reasoning]], None]
 
 
-def _check_dialect(dialect: str) -> None:
-    if dialect not in DIALECTS:
-        raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+def _dialect(dialect: Dialect | str) -> Dialect:
+    """``dialect``, or the dialect of that name (ValueError for a name no dialect has)."""
+    return named(dialect) if isinstance(dialect, str) else dialect
 
 
-def learn_json_response(dialect: str, body: bytes, *, upstream: str = "", on_reasoning: OnReasoning | None = None,
+def learn_json_response(dialect: Dialect | str, body: bytes, *, upstream: str = "",
+                        on_reasoning: OnReasoning | None = None,
                         request: Callable[[], Any] | None = None) -> list[ToolCall]:
     """Tool calls in a non-streamed response body (already content-decoded); its :class:`Reasoning` records,
     stamped with ``upstream``, go to ``on_reasoning`` (``request``: the parsed body of the request it answers, read
     only if a record needs it, see :class:`~llmfix.memory.learn_base.Asked`). Never raises."""
     try:
-        _check_dialect(dialect)
+        learner = _dialect(dialect).learn
         obj = orjson.loads(body)
         if not isinstance(obj, dict):
             raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-        module = _DIALECT[dialect]
-        reasoning_in = getattr(module, "reasoning_in_response", None)
-        if on_reasoning is not None and reasoning_in is not None:
+        if on_reasoning is not None:
             asked = Asked(upstream, request) if request is not None else Asked(upstream)
             records = [r if r.upstream else Reasoning(r.kind, r.key, r.value, upstream)
-                       for r in reasoning_in(obj, asked)]
+                       for r in learner.reasoning_in_response(obj, asked)]
             if records:
                 on_reasoning(records)
-        return module.calls_in_response(obj)
+        return learner.calls_in_response(obj)
     except Exception as e:
         logger.warning("llmfix learn: cannot read tool calls from a %s JSON response: %s", dialect, e)
         return []
 
 
-def calls_in_request(dialect: str, body: dict[str, Any], known: Callable[[Any], bool] = lambda _: False
+def calls_in_request(dialect: Dialect | str, body: dict[str, Any], known: Callable[[Any], bool] = lambda _: False
                      ) -> list[ToolCall]:
     """Tool calls that a request's history declares, in order. Malformed entries are skipped.
 
     ``known(call_id)``: calls to leave out unread (each turn re-sends the whole history, and the ones
     remembered a moment ago need no ToolCall built again)."""
-    _check_dialect(dialect)
+    learner = _dialect(dialect).learn
     if not isinstance(body, dict):
         return []
-    return _DIALECT[dialect].calls_in_request(body, known)
-
-
-_DIALECT = {"chat": learn_chat, "responses": learn_responses, "messages": learn_anthropic}
+    return learner.calls_in_request(body, known)
 
 
 # -- the stream learner ------------------------------------------------------------------------------
@@ -101,7 +95,7 @@ class StreamLearner:
 
     def __init__(
         self,
-        dialect: str,
+        dialect: Dialect | str,
         on_calls: OnCalls,
         *,
         on_reasoning: OnReasoning | None = None,
@@ -111,15 +105,14 @@ class StreamLearner:
         label: str = "",
         request: Callable[[], Any] | None = None,
     ) -> None:
-        _check_dialect(dialect)
-        self.dialect = dialect
+        self.dialect = _dialect(dialect)
         self._on_calls = on_calls
         self._on_reasoning = on_reasoning
         self.upstream = upstream
         self._max_buffer = max_buffer
         self._label = label or f"{dialect} stream"
         asked = Asked(upstream, request) if request is not None else Asked(upstream)
-        self._assembler: Assembler = _DIALECT[dialect].Assembler(asked)
+        self._assembler: Assembler = self.dialect.learn.Assembler(asked)
         self._buf = bytearray()  # decoded, LF-normalised bytes of the event(s) not yet complete
         self._cr = False  # the previous decoded piece ended in b"\r"
         self._bom_checked = False

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from llmfix.dialects.base import Dialect
 from llmfix.idset import EMPTY, Ids
-from llmfix.route import Dialect
 from llmfix.wire.toolresults import Result, loose_media, refs, results
 
 
@@ -36,8 +36,8 @@ def extend(record: Observed | None, dialect: Dialect, items: list[Any], start: i
     """The record of ``items`` from ``record``, that of ``items[:start]`` (None when ``start`` is 0); None when
     a call id repeats. Only the results with media are built whole (:func:`results`); of the others, the
     call id and the item are enough."""
-    found = refs(dialect, items, start)
-    loose = [(i + start, p) for i, p in loose_media(dialect, items[start:])]
+    found = refs(items, start)
+    loose = [(i + start, p) for i, p in loose_media(items[start:])]
     new_media: list[Result] = []
     fresh: dict[str, int] = {}
     for call_id, at, has in found:  # a part that is not text may still make no media piece (a "text" part

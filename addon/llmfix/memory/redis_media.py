@@ -34,14 +34,11 @@ from typing import Any
 
 import orjson
 import redis
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
+from llmfix.dialects.registry import named
 from llmfix.memory.media_window import MAX_IN_FLIGHT_S, Seen
 from llmfix.memory.redis_link import RedisLink
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
 from llmfix.wire import toolresults
 from llmfix.wire.toolresults import Piece, Result
 
@@ -59,18 +56,6 @@ MAX_OBSERVE_BYTES = 32 << 20
 MAX_CALL_ID_CHARS = 512
 _CACHE = 64
 _MAX_FLOWS = 10_000
-
-_PARTS: dict[Dialect, TypeAdapter[Any]] = {
-    Dialect.CHAT: TypeAdapter(ch.Part),
-    Dialect.RESPONSES: TypeAdapter(rs.Part),
-    Dialect.MESSAGES: TypeAdapter(an.InnerBlock),
-}
-
-_PIECE = {  # a part as toolresults itself reads it (kind, URL, detail), so each payload is stored only once
-    Dialect.CHAT: toolresults._chat_piece,
-    Dialect.RESPONSES: toolresults._responses_piece,
-    Dialect.MESSAGES: toolresults._anthropic_piece,
-}
 
 _FINISH = """
 if redis.call('HGET', KEYS[1], 'flow') == ARGV[1] then
@@ -272,19 +257,8 @@ def _encode(result: Result) -> bytes:
         "pieces": [[str(p.dialect), _wire(p.raw)] if p.dialect is not None and p.raw is not None
                    else [None, [p.kind, p.text, p.url, p.detail]] for p in result.pieces],  # each payload once
         "later": [_wire(p) for p in result.later],
-        "later_dialect": _later_dialect(result.later),
+        "later_dialect": str(result.dialect) if result.later and result.dialect is not None else None,
     })
-
-
-def _later_dialect(parts: tuple[Any, ...]) -> str | None:
-    for part in parts:
-        if isinstance(part, ch.MEDIA_PARTS):
-            return str(Dialect.CHAT)
-        if isinstance(part, rs.MEDIA_PARTS):
-            return str(Dialect.RESPONSES)
-        if isinstance(part, an.ImageBlock):
-            return str(Dialect.MESSAGES)
-    return None
 
 
 def _decode(data: bytes) -> Result | None:
@@ -296,14 +270,13 @@ def _decode(data: bytes) -> Result | None:
             if dialect is None:
                 kind, text, url, detail = raw
                 pieces.append(Piece(kind, text=text, url=url, detail=detail))
-            else:
-                d = Dialect(dialect)
-                pieces.append(_PIECE[d](_PARTS[d].validate_python(raw)))
-        later_dialect = obj.get("later_dialect")
+            else:  # a part as toolresults itself reads it (kind, URL, detail): each payload stored only once
+                d = named(dialect)
+                pieces.append(toolresults.piece(d, d.media.part(raw)))
+        later_dialect = named(obj["later_dialect"]) if obj.get("later_dialect") else None
         later: tuple[Any, ...] = ()
-        if later_dialect and obj["later"]:
-            adapter = _PARTS[Dialect(later_dialect)]
-            later = tuple(adapter.validate_python(p) for p in obj["later"])
-        return Result(str(obj["call_id"]), int(obj["index"]), tuple(pieces), later)
+        if later_dialect is not None and obj["later"]:
+            later = tuple(later_dialect.media.part(p) for p in obj["later"])
+        return Result(str(obj["call_id"]), int(obj["index"]), tuple(pieces), later, later_dialect)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, ValidationError):
         return None

@@ -46,11 +46,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from llmfix.memory.learn_anthropic_thinking import FOREIGN, SIGNED, TYPES, block_key, fact_key, marker_key
+from llmfix.dialects.messages import wire as an
+from llmfix.dialects.messages.learn_thinking import FOREIGN, SIGNED, TYPES, block_key, fact_key, marker_key
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
 from llmfix.wire.base import evolve
 
 NAME = "drop-foreign-thinking"
@@ -110,14 +109,13 @@ def _older(items: list[Any]) -> list[Block]:
 
 def rejected_any(ctx: Context) -> bool:
     """Whether this upstream ever rejected a thinking block (one memory key)."""
-    store = ctx.extras.get("reasoning")
-    return store is not None and bool(store.recall(FOREIGN, [marker_key(str(ctx.extras.get("upstream") or ""))]))
+    store = ctx.reasoning
+    return store is not None and bool(store.recall(FOREIGN, [marker_key(ctx.upstream)]))
 
 
 def judge(blocks: list[Block], ctx: Context, rejected: bool | None = None) -> dict[str, str]:
     """block key → why it goes, for the blocks that go (``rejected``: :func:`rejected_any`, when known)."""
-    store = ctx.extras.get("reasoning")
-    upstream = str(ctx.extras.get("upstream") or "")
+    store, upstream = ctx.reasoning, ctx.upstream
     keys = list(dict.fromkeys(b.key for b in blocks))
     drop: dict[str, str] = {}
     issued: dict[str, Any] = {}
@@ -247,8 +245,7 @@ def _extend(state: Seen | None, items: list[Any], start: int, ctx: Context) -> S
     seen, fresh = (state or Seen()).extend(items, start)
     if not seen.older:
         return seen
-    store = ctx.extras.get("reasoning")
-    upstream = str(ctx.extras.get("upstream") or "")
+    store, upstream = ctx.reasoning, ctx.upstream
     marker = store.recall(FOREIGN, [marker_key(upstream)]).get(marker_key(upstream)) if store is not None else None
     judged = (upstream, marker.value) if marker is not None else None
     if judged is not None and judged != seen.judged:
@@ -259,4 +256,4 @@ def _extend(state: Seen | None, items: list[Any], start: int, ctx: Context) -> S
     return dataclasses.replace(seen, judged=judged)
 
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.MESSAGES: (b"thinking",)}, extend=_extend)
+REPAIR = Repair(NAME, _apply, needles={"messages": (b"thinking",)}, extend=_extend)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from llmfix.memory import learn_responses as lr
+from llmfix.dialects.responses import learn as lr
 from llmfix.repairs import reasoning_items as ri
 from llmfix.repairs.base import Context
 from llmfix.report.changes import Change
@@ -52,7 +52,7 @@ def _refused(items: list[Any], ctx: Context, start: int = 0) -> tuple[dict[int, 
     """What this upstream refused of ``items[start:]``, by index; and the upstream's marker. Without a marker
     nothing was ever taught for this upstream (every teaching writes one with its records, and it is the newest
     of them): then no item is looked up."""
-    upstream = ctx.extras.get(ri.UPSTREAM) or ""
+    upstream = ctx.upstream
     mark = lr.marker(upstream)
     found = ri.recall(ctx, lr.REFUSED, [mark]).get(mark)
     if found is None:

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix import images
+from llmfix.dialects.base import Dialect
 from llmfix.images import Fits, Fitted, Limits, Unreadable, Unusable
 from llmfix.images.shape import lower
 from llmfix.profiles import VENDOR_IMAGES, Profile
@@ -59,11 +60,7 @@ from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
-from llmfix.wire.base import evolve
+from llmfix.wire.base import Image, Wire, evolve
 
 NAME = "fit-images"
 logger = logging.getLogger("llmfix")
@@ -148,78 +145,52 @@ class Slot:
         return images.identify(self.text, self.start)
 
 
-def _data_url(where: str, part: Any, url: str | None) -> Slot:
-    if not url or not url.startswith("data:"):
-        return Slot(where, part)
-    comma = url.find(",", 0, 1024)
-    meta = url[5:comma] if comma >= 0 else url[5:1024]
-    params = meta.split(";")
-    is_base64 = any(p.strip().lower() == "base64" for p in params[1:])
-    return Slot(where, part, url, comma + 1 if comma >= 0 else len(url), True, params[0] or None, is_base64)
-
-
 def _parts(where: str, parts: list[Any]) -> Iterator[Slot]:
     for k, p in enumerate(parts):
-        if isinstance(p, ch.ImagePart):
-            yield _data_url(f"{where}[{k}]", p, p.image_url.url)
-        elif isinstance(p, rs.InputImage):
-            yield _data_url(f"{where}[{k}]", p, p.image_url)
-        elif isinstance(p, an.ImageBlock) and p.type == "image":
-            src = p.source
-            data = src.get("data") if src.get("type") == "base64" else None
-            if isinstance(data, str):
-                media_type = src.get("media_type")
-                yield Slot(f"{where}[{k}]", p, data, 0, True, media_type if isinstance(media_type, str) else None)
-            else:
+        if isinstance(p, Image):
+            if p.kind() != "image":  # a document
+                continue
+            got = p.inline()
+            if got is None:
                 yield Slot(f"{where}[{k}]", p)
-        elif isinstance(p, an.ToolResult) and isinstance(p.content, list):
-            yield from _parts(f"{where}[{k}].content", p.content)
+            else:
+                yield Slot(f"{where}[{k}]", p, got.text, got.start, True, got.declared, got.is_base64)
+        elif isinstance(inner := _inner(p), list):
+            yield from _parts(f"{where}[{k}].{p.PARTS}", inner)
 
 
-_MESSAGES = (ch.Message, rs.Message, an.Message)
-_IMAGES = (ch.ImagePart, rs.InputImage, an.ImageBlock)
+def _inner(p: Any) -> Any:
+    """The part list inside a part (an Anthropic tool_result's content), or None."""
+    return getattr(p, p.PARTS) if isinstance(p, Wire) and p.PARTS is not None else None
 
 
 def _may_hold(parts: list[Any]) -> bool:
-    """Whether :func:`_parts` may find an image in ``parts``: a part of an image type, or a tool result whose
-    content may hold one. One plain pass, no strings built: most items of a history hold no image, and this
-    runs over every item of a body seen for the first time."""
+    """Whether :func:`_parts` may find an image in ``parts``: an image part, or a part whose own parts may hold one.
+    One plain pass, no strings built: most items of a history hold no image, and this runs over every item of a
+    body seen for the first time."""
     for p in parts:
-        if isinstance(p, _IMAGES):
+        if isinstance(p, Image):
             return True
-        if isinstance(p, an.ToolResult) and isinstance(p.content, list) and _may_hold(p.content):
+        if isinstance(inner := _inner(p), list) and _may_hold(inner):
             return True
     return False
 
 
 def slots(dialect: Dialect, i: int, item: Any) -> Iterator[Slot]:
     """Every image part of item ``i``, in document order (tool results' images included)."""
-    if isinstance(item, _MESSAGES):
-        parts, field = item.content, "content"
-    elif isinstance(item, rs.ToolOutput):
-        parts, field = item.output, "output"
-    else:
-        return
+    parts = _inner(item)
     if not isinstance(parts, list) or not _may_hold(parts):
         return
-    key = "input" if dialect is Dialect.RESPONSES else "messages"
-    yield from _parts(f"{key}[{i}].{field}", parts)
+    yield from _parts(f"{dialect.at(i)}.{item.PARTS}", parts)
 
 
 def _fitted_part(slot: Slot, got: Fitted) -> Any:
-    part = slot.part
     data = got.data if got.data is not None else slot.payload
-    if isinstance(part, an.ImageBlock):
-        return evolve(part, source={**part.source, "media_type": got.mime, "data": data})
-    base64_ = got.data is not None or slot.is_base64
-    url = f"data:{got.mime}{';base64' if base64_ else ''},{data}"
-    if isinstance(part, ch.ImagePart):
-        return evolve(part, image_url=evolve(part.image_url, url=url))
-    return evolve(part, image_url=url)
+    return slot.part.refitted(got.mime, data, got.data is not None or slot.is_base64)
 
 
 def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
-    """``parts`` with the replacements of ``new`` (by part identity), tool results' contents included; None when
+    """``parts`` with the replacements of ``new`` (by part identity), the parts inside parts included; None when
     none of them is here."""
     out: list[Any] = []
     changed = False
@@ -227,8 +198,8 @@ def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
         if id(p) in new:
             out.append(new[id(p)])
             changed = True
-        elif isinstance(p, an.ToolResult) and isinstance(p.content, list) and (inner := _replace(p.content, new)):
-            out.append(evolve(p, content=inner))
+        elif isinstance(inner := _inner(p), list) and (got := _replace(inner, new)):
+            out.append(evolve(p, **{p.PARTS: got}))
             changed = True
         else:
             out.append(p)
@@ -236,11 +207,9 @@ def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
 
 
 def _rebuilt(item: Any, new: dict[int, Any]) -> Any:
-    if isinstance(item, rs.ToolOutput) and isinstance(item.output, list):
-        output = _replace(item.output, new)
-        return evolve(item, output=output) if output is not None else item
-    content = _replace(item.content, new) if isinstance(getattr(item, "content", None), list) else None
-    return evolve(item, content=content) if content is not None else item
+    parts = _inner(item)
+    got = _replace(parts, new) if isinstance(parts, list) else None
+    return evolve(item, **{item.PARTS: got}) if got is not None else item
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
@@ -295,14 +264,14 @@ def _fit(slot: Slot, limits: Limits, refused: dict[str, str]) -> images.Result |
 def _warn(ctx: Context, refused: dict[str, str]) -> None:
     """One warning per request for the images left as they are, naming its flow. A request llmfix runs again
     for its own ends (the probes of repair-and-retry) has no flow id: its flow was warned on its first pass."""
-    flow = ctx.extras.get("flow_id")
+    flow = ctx.flow_id
     if not refused or flow is None:
         return
     head, _, message = str(flow).partition("/")  # a WebSocket message's id: "<flow id>/<index>"
     label = f"{head[:8]} message {message}" if message else head[:8]
     where = "; ".join(f"{k}: {why}" for k, why in refused.items())
     logger.warning("llmfix: flow %s (%s): %s: %d image(s) left as they are: %s", label,
-                   ctx.extras.get("upstream", "?"), NAME, len(refused), where)
+                   ctx.upstream or "?", NAME, len(refused), where)
 
 
 def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Context) -> tuple[int, int] | None:
@@ -333,7 +302,5 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
 
 
 REPAIR = Repair(NAME, _apply, wanted=lambda profile, _dialect: rules_of(profile) is not None, extend=_extend,
-                needles={  # inline images as the client sent them, or as restore-text-media makes them from text
-                    Dialect.CHAT: (b"image_url", *RESTORED),
-                    Dialect.RESPONSES: (b"input_image", *RESTORED),
-                    Dialect.MESSAGES: (b'"image"', *RESTORED)})
+                # inline images as the client sent them, or as restore-text-media makes them from text
+                needles=lambda d: (*d.media.IMAGES, *RESTORED))

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmfix.dialects.chat import wire as ch
 from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import chat as ch
 from llmfix.wire.base import evolve
 
 NAME = "flatten-tool-text"
@@ -44,6 +43,6 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     return out, changes
 
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"tool"',)},
+REPAIR = Repair(NAME, _apply, needles={"chat": (b'"tool"',)},
                 wanted=lambda profile, _dialect: not profile.chat_tool_text_array,
                 extend=settled.local(_apply))  # each item decided on its own

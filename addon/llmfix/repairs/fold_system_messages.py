@@ -34,11 +34,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmfix.dialects.messages import wire as an
 from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
 from llmfix.wire.base import evolve
 
 NAME = "fold-system-messages"
@@ -154,6 +153,6 @@ def _size(m: an.Message) -> str:
     return text + (f", {other} other block(s)" if other else "")
 
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.MESSAGES: (b'"system"',)},
+REPAIR = Repair(NAME, _apply, needles={"messages": (b'"system"',)},
                 wanted=lambda profile, _dialect: not profile.anthropic_system_messages,
                 extend=settled.local(_apply))  # each item decided on its own

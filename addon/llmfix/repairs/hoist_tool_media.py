@@ -20,175 +20,119 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmfix.dialects.base import Dialect, Pairing
 from llmfix.profiles import Profile
 from llmfix.repairs import placeholders, settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.media_triage import kind, triage
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
-from llmfix.wire.base import evolve
+from llmfix.wire.base import Media, Textual, Wire, evolve
 
 NAME = "hoist-tool-media"
 
 
-def _responses(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.profile.responses_tool_output_array:
-        return items, []
-    out: list[Any] = []
-    changes: list[Change] = []
-    i = 0
-    while i < len(items):
-        if not isinstance(items[i], rs.ToolOutput):
-            out.append(items[i])
-            i += 1
-            continue
-        j = i
-        while j < len(items) and isinstance(items[j], rs.ToolOutput):
-            j += 1
-        hoisted: list[tuple[str | None, list[Any]]] = []
-        for index in range(i, j):
-            item: rs.ToolOutput = items[index]
-            if isinstance(item.output, str):
-                out.append(item)
-                continue
-            texts = [p.text for p in item.output if isinstance(p, rs.TEXT_PARTS)]
-            media = [p for p in item.output if not isinstance(p, rs.TEXT_PARTS)]
-            forward, dropped = triage(media, ctx, item.call_id)
-            text = "\n".join(texts)
-            notes = []
-            if forward and not text:
-                notes.append(placeholders.moved([kind(p) for p in forward]))
-            for reason in dict.fromkeys(r for _, r in dropped):
-                notes.append(placeholders.omitted([kind(p) for p, r in dropped if r == reason], reason))
-            new_output = "\n".join([t for t in (text, *notes) if t])
-            out.append(evolve(item, output=new_output))
-            if forward:
-                hoisted.append((item.call_id, forward))
-            where = f"after input[{j - 1}]" if forward else ""
-            summary = f"{item.type} {item.call_id}: array of {len(item.output)} part(s) → string"
-            if forward:
-                summary += f"; {placeholders.count_words(kind(p) for p in forward)} → user message {where}"
-            changes.append(
-                Change(
-                    NAME,
-                    f"input[{index}].output",
-                    summary,
-                    before=[p.to_wire() for p in item.output],
-                    after=new_output,
-                    dropped=tuple(f"{p.media()} from {item.call_id}: {r}" for p, r in dropped),
-                )
-            )
-        if hoisted:
-            content: list[Any] = []
-            for call_id, parts in hoisted:
-                content.append(rs.InputText(type="input_text", text=placeholders.label(call_id)))
-                content.extend(parts)
-            message = rs.Message(type="message", role="user", content=content)
-            out.append(message)
-            changes.append(
-                Change(
-                    NAME,
-                    f"input[{j - 1}]+1",
-                    "new user message with "
-                    + placeholders.count_words(kind(p) for _, parts in hoisted for p in parts)
-                    + " from " + ", ".join(str(c) for c, _ in hoisted),
-                    before=None,
-                    after=message.to_wire(),
-                )
-            )
-        i = j
-    return out, changes
+def serves(dialect: Dialect) -> bool:
+    """Whether this repair serves ``dialect``: one whose tool results are items of their own (a Chat tool message,
+    a Responses output), after which a user message can go."""
+    return dialect.tools.PAIRING is not Pairing.NEXT_TURN
 
 
-def _chat(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.profile.chat_tool_media:
-        return items, []
-    out: list[Any] = []
-    changes: list[Change] = []
-    i = 0
-    while i < len(items):
-        if not _is_tool(items[i]):
-            out.append(items[i])
-            i += 1
-            continue
-        j = i
-        while j < len(items) and _is_tool(items[j]):
-            j += 1
-        hoisted: list[tuple[str | None, list[Any]]] = []
-        for index in range(i, j):
-            msg: ch.Message = items[index]
-            parts_in = msg.content if isinstance(msg.content, list) else []
-            media = [p for p in parts_in if isinstance(p, ch.MEDIA_PARTS)]
-            if not media:
-                out.append(msg)
-                continue
-            assert isinstance(msg.content, list)
-            kept = [p for p in msg.content if not isinstance(p, ch.MEDIA_PARTS)]
-            forward, dropped = triage(media, ctx, msg.tool_call_id)
-            notes = []
-            if forward and not any(isinstance(p, ch.TextPart) and p.text for p in kept):
-                notes.append(placeholders.moved([kind(p) for p in forward]))
-            for reason in dict.fromkeys(r for _, r in dropped):
-                notes.append(placeholders.omitted([kind(p) for p, r in dropped if r == reason], reason))
-            content: str | list[Any]
-            if all(isinstance(p, ch.TextPart) for p in kept) and not ctx.profile.chat_tool_text_array:
-                content = "\n".join([*(p.text for p in kept), *notes])
-            else:
-                content = [*kept, *(ch.TextPart(type="text", text=n) for n in notes)]
-            out.append(evolve(msg, content=content))
-            if forward:
-                hoisted.append((msg.tool_call_id, forward))
-            summary = f"tool message {msg.tool_call_id}: {placeholders.count_words(kind(p) for p in media)} out"
-            if forward:
-                summary += f"; → user message after messages[{j - 1}]"
-            changes.append(
-                Change(
-                    NAME,
-                    f"messages[{index}].content",
-                    summary,
-                    before=[p.to_wire() for p in msg.content],
-                    after=out[-1].to_wire()["content"],
-                    dropped=tuple(f"{p.media()} from {msg.tool_call_id}: {r}" for p, r in dropped),
-                )
-            )
-        if hoisted:
-            parts: list[Any] = []
-            for call_id, media_parts in hoisted:
-                parts.append(ch.TextPart(type="text", text=placeholders.label(call_id)))
-                parts.extend(media_parts)
-            message = ch.Message(role="user", content=parts)
-            out.append(message)
-            changes.append(
-                Change(
-                    NAME,
-                    f"messages[{j - 1}]+1",
-                    "new user message with "
-                    + placeholders.count_words(kind(p) for _, ps in hoisted for p in ps)
-                    + " from " + ", ".join(str(c) for c, _ in hoisted),
-                    after=message.to_wire(),
-                )
-            )
-        i = j
-    return out, changes
+def _is_result(m: Any) -> bool:
+    return isinstance(m, Wire) and m.is_result()
 
 
-def _is_tool(m: Any) -> bool:
-    return isinstance(m, ch.Message) and m.role == "tool"
+def _stripped(item: Any, ctx: Context, index: int, j: int) -> tuple[Any, list[Any], Change] | None:
+    """The tool result ``item`` without its media (None when it keeps everything), the media to hoist, and the
+    change. As the dialect says (``media.RESULT_TEXT_ONLY``): a result that may be no array (Responses to xAI) keeps
+    its text as one string, whatever its parts; any other keeps its parts but media, as a string where the profile
+    takes tool text only as a string (``media.TOOL_TEXT_FLAG``)."""
+    d, field = ctx.dialect, item.PARTS
+    content = getattr(item, field)
+    text_only = d.media.RESULT_TEXT_ONLY
+    if not isinstance(content, list):
+        return None
+    if text_only:
+        kept = [p for p in content if isinstance(p, Textual)]
+        media = [p for p in content if not isinstance(p, Textual)]
+    else:
+        media = [p for p in content if isinstance(p, Media)]
+        if not media:
+            return None
+        kept = [p for p in content if not isinstance(p, Media)]
+    forward, dropped = triage(media, ctx, item.result_id())
+    notes = []
+    if forward and not any(isinstance(p, Textual) and p.text for p in kept):
+        notes.append(placeholders.moved([kind(p) for p in forward]))
+    for reason in dict.fromkeys(r for _, r in dropped):
+        notes.append(placeholders.omitted([kind(p) for p, r in dropped if r == reason], reason))
+    texts = [p.text for p in kept if isinstance(p, Textual)]
+    flag = d.media.TOOL_TEXT_FLAG
+    new: str | list[Any]
+    if text_only:
+        new = "\n".join([t for t in ("\n".join(texts), *notes) if t])
+        summary = f"{item.noun()}: array of {len(content)} part(s) → string"
+        if forward:
+            summary += f"; {placeholders.count_words(kind(p) for p in forward)} → user message after {d.at(j)}"
+    else:
+        if len(texts) == len(kept) and flag is not None and not getattr(ctx.profile, flag):
+            new = "\n".join([*texts, *notes])
+        else:
+            new = [*kept, *(d.media.text_part(n) for n in notes)]
+        summary = f"{item.noun()}: {placeholders.count_words(kind(p) for p in media)} out"
+        if forward:
+            summary += f"; → user message after {d.at(j)}"
+    out = evolve(item, **{field: new})
+    after = out.to_wire()[field]
+    change = Change(NAME, f"{d.at(index)}.{field}", summary, before=[p.to_wire() for p in content], after=after,
+                    dropped=tuple(f"{p.media()} from {item.result_id()}: {r}" for p, r in dropped))
+    return out, forward, change
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.dialect is Dialect.RESPONSES:
-        return _responses(items, ctx)
-    if ctx.dialect is Dialect.CHAT:
-        return _chat(items, ctx)
-    return items, []
+    d = ctx.dialect
+    if getattr(ctx.profile, d.media.TOOL_MEDIA_FLAG):
+        return items, []
+    out: list[Any] = []
+    changes: list[Change] = []
+    i = 0
+    while i < len(items):
+        if not _is_result(items[i]):
+            out.append(items[i])
+            i += 1
+            continue
+        j = i
+        while j < len(items) and _is_result(items[j]):
+            j += 1
+        hoisted: list[tuple[str | None, list[Any]]] = []
+        for index in range(i, j):
+            item = items[index]
+            done = _stripped(item, ctx, index, j - 1)
+            if done is None:
+                out.append(item)
+                continue
+            new, forward, change = done
+            out.append(new)
+            if forward:
+                hoisted.append((item.result_id(), forward))
+            changes.append(change)
+        if hoisted:
+            parts: list[Any] = []
+            for call_id, media in hoisted:
+                parts.append(d.media.text_part(placeholders.label(call_id)))
+                parts.extend(media)
+            message = d.media.user_message(parts)
+            out.append(message)
+            changes.append(Change(NAME, f"{d.at(j - 1)}+1", "new user message with "
+                                  + placeholders.count_words(kind(p) for _, media in hoisted for p in media)
+                                  + " from " + ", ".join(str(c) for c, _ in hoisted), before=None,
+                                  after=message.to_wire()))
+        i = j
+    return out, changes
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return not (profile.responses_tool_output_array if dialect is Dialect.RESPONSES else profile.chat_tool_media)
+    return not getattr(profile, dialect.media.TOOL_MEDIA_FLAG)
 
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',)},
-                wanted=_wanted, extend=settled.local(_apply))  # each item decided on its own
+REPAIR = Repair(NAME, _apply, needles=lambda d: d.tools.ANSWERS if serves(d) else None, wanted=_wanted,
+                extend=settled.local(_apply))  # each item decided on its own

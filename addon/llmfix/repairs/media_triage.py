@@ -12,24 +12,13 @@ from typing import Any
 from llmfix.catalogue import takes
 from llmfix.profiles import TEXT_ONLY
 from llmfix.repairs.base import Context
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
-
-_KINDS: tuple[tuple[type, str], ...] = (
-    (rs.InputImage, "image"), (ch.ImagePart, "image"), (rs.InputFile, "file"), (ch.FilePart, "file"),
-    (ch.AudioPart, "audio"),
-)
+from llmfix.wire.base import Image, Media
 
 
 def kind(part: Any) -> str:
-    """The media kind of a part, from its class alone (describing it would hash its payload)."""
-    for cls, kind in _KINDS:
-        if isinstance(part, cls):
-            return kind
-    if isinstance(part, an.ImageBlock):  # an Anthropic document is a file unless it is plain text
-        text_source = part.type == "document" and part.source.get("type") in ("text", "content")
-        return "image" if part.type == "image" else "text" if text_source else "file"
+    """The media kind of a part, from its own fields (describing it would hash its payload)."""
+    if isinstance(part, Media):
+        return part.kind()
     return str(getattr(part, "type", None) or "part")
 
 
@@ -55,7 +44,7 @@ def triage(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[An
     for p in parts:
         if (why := unsupported(p, ctx)) is not None:
             dropped.append((p, why))
-        elif isinstance(p, rs.InputImage) and ctx.profile.responses_image_requires_url and not p.image_url:
+        elif isinstance(p, Image) and ctx.profile.responses_image_requires_url and p.by_file_id():
             why = f"upstream profile {ctx.profile.name} needs image_url; a file_id-only image cannot be sent"
             dropped.append((p, why))
         else:

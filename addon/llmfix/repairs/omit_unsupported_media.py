@@ -28,29 +28,21 @@ from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.media_triage import kind, unsupported
 from llmfix.repairs.restore_text_media import NEEDLES as RESTORED
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
-from llmfix.wire.base import evolve
+from llmfix.wire.base import Media, Wire, evolve
 
 NAME = "omit-unsupported-media"
-_GATED = {Dialect.CHAT: ch.MEDIA_PARTS, Dialect.RESPONSES: rs.MEDIA_PARTS,
-          Dialect.MESSAGES: (an.ImageBlock,)}
-_MESSAGES = (ch.Message, rs.Message)
 
 
 def _gate(parts: list[Any], ctx: Context) -> tuple[list[Any], list[str], list[str]] | None:
     """``parts`` with each part the model cannot take replaced by a placeholder; None when none is."""
-    gated = _GATED[ctx.dialect]
-    first = next((k for k, p in enumerate(parts) if isinstance(p, gated) and unsupported(p, ctx) is not None), None)
+    first = next((k for k, p in enumerate(parts) if isinstance(p, Media) and unsupported(p, ctx) is not None), None)
     if first is None:  # the common case: none is, and nothing is built
         return None
     out: list[Any] = list(parts[:first])
     dropped: list[str] = []
     kinds: list[str] = []
     for p in parts[first:]:
-        why = unsupported(p, ctx) if isinstance(p, gated) else None
+        why = unsupported(p, ctx) if isinstance(p, Media) else None
         if why is None:
             out.append(p)
             continue
@@ -67,35 +59,26 @@ def _change(location: str, what: str, before: list[Any], done: tuple[list[Any], 
 
 
 def _item(i: int, item: Any, ctx: Context) -> tuple[Any, list[Change]]:
-    if isinstance(item, _MESSAGES) and isinstance(item.content, list):
-        done = _gate(item.content, ctx)
-        if done is None:
-            return item, []
-        where = f"messages[{i}].content" if ctx.dialect is Dialect.CHAT else f"input[{i}].content"
-        return evolve(item, content=done[0]), [_change(where, f"{item.role} message", item.content, done)]
-    if isinstance(item, rs.ToolOutput) and isinstance(item.output, list):
-        done = _gate(item.output, ctx)
-        if done is None:
-            return item, []
-        return evolve(item, output=done[0]), [_change(f"input[{i}].output", f"{item.type} {item.call_id}",
-                                                      item.output, done)]
-    if isinstance(item, an.Message) and isinstance(item.content, list):
-        blocks: list[Any] = []
-        changes: list[Change] = []
-        for k, block in enumerate(item.content):
-            if isinstance(block, an.ToolResult) and isinstance(block.content, list):
-                done = _gate(block.content, ctx)
-                if done is not None:
-                    changes.append(_change(f"messages[{i}].content[{k}].content",
-                                           f"tool_result {block.tool_use_id}", block.content, done))
-                    block = evolve(block, content=done[0])
-            blocks.append(block)
-        done = _gate(blocks, ctx)
-        if done is not None:
-            changes.append(_change(f"messages[{i}].content", f"{item.role} message", blocks, done))
-            blocks = done[0]
-        return (evolve(item, content=blocks), changes) if changes else (item, [])
-    return item, []
+    """Item ``i`` with every media part the model cannot take replaced: in the part lists inside its parts first (an
+    Anthropic tool_result's content), then in its own."""
+    field = item.PARTS if isinstance(item, Wire) else None
+    content = getattr(item, field) if field is not None else None
+    if not isinstance(content, list):
+        return item, []
+    where = f"{ctx.dialect.at(i)}.{field}"
+    blocks: list[Any] = []
+    changes: list[Change] = []
+    for k, block in enumerate(content):
+        inner = getattr(block, block.PARTS) if isinstance(block, Wire) and block.PARTS is not None else None
+        if isinstance(inner, list) and (done := _gate(inner, ctx)) is not None:
+            changes.append(_change(f"{where}[{k}].{block.PARTS}", block.noun(), inner, done))
+            block = evolve(block, **{block.PARTS: done[0]})
+        blocks.append(block)
+    done = _gate(blocks, ctx)
+    if done is not None:
+        changes.append(_change(where, item.noun(), blocks, done))
+        blocks = done[0]
+    return (evolve(item, **{field: blocks}), changes) if changes else (item, [])
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
@@ -111,7 +94,5 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 REPAIR = Repair(NAME, _apply, extend=settled.local(_apply),  # each item decided on its own
-                needles={  # media parts as the client sent them, or as restore-text-media makes them from text
-                    Dialect.CHAT: (b"image_url", b'"file"', b"input_audio", *RESTORED),
-                    Dialect.RESPONSES: (b"input_image", b"input_file", *RESTORED),
-                    Dialect.MESSAGES: (b'"image"', b'"document"', *RESTORED)})
+                # media parts as the client sent them, or as restore-text-media makes them from text
+                needles=lambda d: (*d.media.MEDIA_NEEDLES, *RESTORED))

@@ -13,27 +13,16 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from llmfix.dialects.base import Pairing
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context
 from llmfix.repairs.media_triage import kind, triage
 from llmfix.repairs.untangle_tool_run import orphan_label
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
 from llmfix.wire import toolpairs as tp
-from llmfix.wire.base import evolve
+from llmfix.wire.base import Media, Wire, evolve
 
 NAME = "pair-tool-calls"  # the repair this pass belongs to: its changes carry that name
-
-
-
-def where(dialect: Dialect, index: int, sub: int | None, call: bool) -> str:
-    key = "input" if dialect is Dialect.RESPONSES else "messages"
-    if sub is None:
-        return f"{key}[{index}]"
-    return f"{key}[{index}].{'tool_calls' if dialect is Dialect.CHAT else 'content'}[{sub}]"
 
 
 def lookup(ctx: Context, call_ids: Iterable[str]) -> dict[str, Any]:
@@ -47,10 +36,7 @@ def lookup(ctx: Context, call_ids: Iterable[str]) -> dict[str, Any]:
 
 
 def _server_state(items: list[Any], ctx: Context) -> bool:
-    if ctx.dialect is not Dialect.RESPONSES:
-        return False
-    return bool(ctx.extras.get("server_state")) or any(
-        isinstance(m, rs.OtherItem) and m.type == "item_reference" for m in items)
+    return ctx.server_state or ctx.dialect.tools.refers_upstream(items)
 
 
 def _strays(pairs: tp.Pairs) -> list[tp.Answer]:
@@ -70,52 +56,57 @@ def orphans(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
     strays = _strays(pairs)
     if not strays or _server_state(items, ctx):
         return items, []
-    d = ctx.dialect
     declared = {c.call_id for c in pairs.calls}
-    if d is Dialect.CHAT:  # a Chat tool message declared nowhere is untangle-tool-run's, which ran before
+    pairing = ctx.dialect.tools.PAIRING
+    if pairing is Pairing.RUN_AFTER:  # a result declared nowhere is untangle-tool-run's, which ran before
         extra = [a for a in strays if a.call_id in declared]
-        return _chat_extra(items, extra, ctx) if extra else (items, [])
+        return _extra(items, extra, ctx) if extra else (items, [])
     known = lookup(ctx, (a.call_id for a in strays if a.call_id not in declared))
-    if d is Dialect.RESPONSES:
-        return _responses_orphans(items, strays, known, ctx)
-    return _anthropic_orphans(items, strays, known)
+    if pairing is Pairing.LATER_BY_ID:
+        return _items_orphans(items, strays, known, ctx)
+    return _turn_orphans(items, strays, known, ctx)
 
 
-def _gated(parts: list[Any], ctx: Context, call_id: str | None, text: Any) -> tuple[list[Any], tuple[str, ...]]:
+def _gated(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[Any], tuple[str, ...]]:
     """``parts`` for a user message: media the model cannot take become a placeholder (hoist's triage); the drops."""
-    media = [p for p in parts if isinstance(p, (*ch.MEDIA_PARTS, *rs.MEDIA_PARTS))]
+    media = [p for p in parts if isinstance(p, Media)]
     _, lost = triage(media, ctx, call_id)
     if not lost:
         return parts, ()
     lost_ids = {id(p) for p, _ in lost}
     notes = [placeholders.omitted([kind(p) for p, r in lost if r == reason], reason)
              for reason in dict.fromkeys(r for _, r in lost)]
-    kept = [p for p in parts if id(p) not in lost_ids] + [text(n) for n in notes]
+    kept = [p for p in parts if id(p) not in lost_ids] + [ctx.dialect.media.text_part(n) for n in notes]
     return kept, tuple(f"{p.media()} from {call_id}: {r}" for p, r in lost)
 
 
-def _chat_extra(items: list[Any], extra: list[tp.Answer], ctx: Context) -> tuple[list[Any], list[Change]]:
-    """Chat tool messages beyond the declarations of their id: user messages after their run, naming the call."""
+def _as_user(result: Any, label: str, ctx: Context) -> tuple[Any, tuple[str, ...]]:
+    """A result item as a user message after ``label``, keeping its content (media the model cannot take gated)."""
+    field = result.PARTS
+    content = getattr(result, field)
+    dropped: tuple[str, ...] = ()
+    if isinstance(content, list):
+        parts, dropped = _gated(list(content), ctx, result.result_id())
+        result = evolve(result, **{field: parts})
+    return ctx.dialect.tools.result_as_user(result, label), dropped
+
+
+def _extra(items: list[Any], extra: list[tp.Answer], ctx: Context) -> tuple[list[Any], list[Change]]:
+    """Result messages beyond the declarations of their id: user messages after their run, naming the call."""
     at = {a.index for a in extra}
     out: list[Any] = []
     held: list[Any] = []
     changes = []
     for i, m in enumerate(items):
         if i in at:
-            label = f"[Another result of tool call {m.tool_call_id}, which already has one]"
-            dropped: tuple[str, ...] = ()
-            if isinstance(m.content, list):
-                parts, dropped = _gated(list(m.content), ctx, m.tool_call_id,
-                                        lambda t: ch.TextPart(type="text", text=t))
-                user = ch.Message(role="user", content=[ch.TextPart(type="text", text=label), *parts])
-            else:
-                user = ch.Message(role="user", content=f"{label}\n{m.content}" if m.content else label)
+            call_id = m.result_id()
+            user, dropped = _as_user(m, f"[Another result of tool call {call_id}, which already has one]", ctx)
             held.append(user)
-            changes.append(Change(NAME, f"messages[{i}]", f"tool message {m.tool_call_id} answers a call already "
-                                  "answered; kept as a user message after the tool run, naming the call",
-                                  m.to_wire(), user.to_wire(), dropped))
+            changes.append(Change(NAME, ctx.dialect.at(i), f"{m.noun()} answers a call already answered; kept as a "
+                                  "user message after the tool run, naming the call", m.to_wire(), user.to_wire(),
+                                  dropped))
             continue
-        if held and not (isinstance(m, ch.Message) and m.role == "tool"):
+        if held and not (isinstance(m, Wire) and m.is_result()):
             out += held
             held = []
         out.append(m)
@@ -123,8 +114,11 @@ def _chat_extra(items: list[Any], extra: list[tp.Answer], ctx: Context) -> tuple
     return out, changes
 
 
-def _responses_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any], ctx: Context
-                       ) -> tuple[list[Any], list[Change]]:
+def _items_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any], ctx: Context
+                   ) -> tuple[list[Any], list[Change]]:
+    """Results that are items of their own and pair by id anywhere later: the declaration right before the
+    result, or the result as a user message naming the call."""
+    d = ctx.dialect
     at = {a.index for a in strays}
     out: list[Any] = []
     changes = []
@@ -133,31 +127,30 @@ def _responses_orphans(items: list[Any], strays: list[tp.Answer], known: dict[st
         if i not in at:
             out.append(m)
             continue
-        call = known.get(m.call_id or "")
-        if call is not None and m.call_id not in restored:
-            restored.add(m.call_id)
-            decl = tp.declaration(Dialect.RESPONSES, call, m.type)
+        call_id = m.result_id()
+        call = known.get(call_id or "")
+        if call is not None and call_id not in restored:
+            restored.add(call_id)
+            decl = d.tools.declaration(call, m.type)
             out += [decl, m]
-            changes.append(Change(NAME, f"input[{i}]", f"{m.type} {m.call_id}: no call declared it; restored "
+            changes.append(Change(NAME, d.at(i), f"{m.noun()}: no call declared it; restored "
                                   f"{decl.type} {call.name} from memory right before it", None, decl.to_wire()))
         else:
-            dropped: tuple[str, ...] = ()
-            if isinstance(m.output, list):
-                parts, dropped = _gated(list(m.output), ctx, m.call_id,
-                                        lambda t: rs.InputText(type="input_text", text=t))
-                m_in = evolve(m, output=parts)
-            else:
-                m_in = m
-            user = tp.responses_output_as_user(m_in, orphan_label(m.call_id))
+            user, dropped = _as_user(m, orphan_label(call_id), ctx)
             out.append(user)
-            changes.append(Change(NAME, f"input[{i}]", f"{m.type} {m.call_id or '(no call id)'}: no call declared "
+            changes.append(Change(NAME, d.at(i), f"{m.type} {call_id or '(no call id)'}: no call declared "
                                   "it and none in memory; kept as a user message naming the call",
                                   m.to_wire(), user.to_wire(), dropped))
     return out, changes
 
 
-def _anthropic_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any]
-                       ) -> tuple[list[Any], list[Change]]:
+def _turn_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, Any], ctx: Context
+                  ) -> tuple[list[Any], list[Change]]:
+    """Results in a user turn: the declaration back in the model turn right before, or the result's content kept
+    as plain blocks naming the call."""
+    d = ctx.dialect
+    turns = d.turns
+    assert turns is not None
     out = list(items)
     changes = []
     by_message: dict[int, list[tp.Answer]] = {}
@@ -165,16 +158,14 @@ def _anthropic_orphans(items: list[Any], strays: list[tp.Answer], known: dict[st
         by_message.setdefault(a.index, []).append(a)
     for j, found in by_message.items():
         prev = out[j - 1] if j > 0 else None
-        can_declare = isinstance(prev, an.Message) and prev.role == "assistant"
+        can_declare = prev is not None and turns.role(prev) == "assistant"
         restore = [a for a in found if can_declare and a.call_id in known]
         restore = [a for a in restore if [b.call_id for b in restore].count(a.call_id) == 1]
         if restore:
-            content = prev.content if isinstance(prev.content, list) else [an.TextBlock(type="text",
-                                                                                          text=prev.content)]
-            uses = [tp.declaration(Dialect.MESSAGES, known[a.call_id]) for a in restore]
-            out[j - 1] = evolve(prev, content=[*content, *uses])
-            changes.append(Change(NAME, f"messages[{j - 1}].content", f"tool_result {tp.ids(restore)} in "
-                                  f"messages[{j}]: no tool_use declared it; restored "
+            uses = [d.tools.declaration(known[a.call_id]) for a in restore]
+            out[j - 1] = turns.with_blocks(prev, [*turns.blocks(prev), *uses])
+            changes.append(Change(NAME, f"{d.at(j - 1)}.{prev.PARTS}", f"{turns.RESULT} {tp.ids(restore)} in "
+                                  f"{d.at(j)}: no {turns.CALL} declared it; restored "
                                   f"{', '.join(u.name for u in uses)} from memory in the assistant message before",
                                   None, [u.to_wire() for u in uses]))
         convert = {a.sub for a in found if a not in restore}
@@ -182,16 +173,14 @@ def _anthropic_orphans(items: list[Any], strays: list[tp.Answer], known: dict[st
             continue
         msg = out[j]
         blocks: list[Any] = []
-        for k, b in enumerate(msg.content):
+        for k, b in enumerate(turns.blocks(msg)):
             if k in convert:
-                new = tp.anthropic_result_as_blocks(b, orphan_label(b.tool_use_id))
+                new = turns.result_as_blocks(b, orphan_label(turns.result_id(b)))
                 blocks += new
-                changes.append(Change(NAME, f"messages[{j}].content[{k}]", f"tool_result {b.tool_use_id}: no "
-                                      "tool_use declared it and none in memory; kept as text naming the call",
+                changes.append(Change(NAME, d.tools.location(j, k), f"{turns.RESULT} {turns.result_id(b)}: no "
+                                      f"{turns.CALL} declared it and none in memory; kept as text naming the call",
                                       b.to_wire(), [x.to_wire() for x in new]))
             else:
                 blocks.append(b)
-        out[j] = evolve(msg, content=blocks)
+        out[j] = turns.with_blocks(msg, blocks)
     return out, changes
-
-

@@ -11,7 +11,7 @@ function calls between a reasoning item and its message), or that drop the item 
 (Vercel AI SDK, openai-agents, OpenHands sending a message without its ``id``) get that 400 on that turn and on
 every later one (reference/session-killers.md §3.3; wire-formats.md §1.4, §1.7).
 
-What it does, judged by what the upstream issued (``memory/learn_responses.py``: which reasoning item each item
+What it does, judged by what the upstream issued (``dialects/responses/learn.py``: which reasoning item each item
 followed, which item followed each reasoning item) and by the upstream's own rejection, which names both ids
 (``retry/rejections.py`` teaches it as the same kind of record):
 
@@ -39,8 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llmfix.dialects.responses import learn as lr
 from llmfix.idset import EMPTY, Ids
-from llmfix.memory import learn_responses as lr
 from llmfix.repairs import reasoning_items as ri
 from llmfix.repairs.base import Context
 from llmfix.report.changes import Change
@@ -51,7 +51,7 @@ Order = tuple[str | None, str | None, bool]  # (after, next, rejected), learn_re
 
 def _orders(ctx: Context, keys: set[str]) -> dict[str, Order]:
     """The order records of ``keys`` this request may act on: with server state, only taught ones."""
-    server = bool(ctx.extras.get(ri.SERVER_STATE))
+    server = ctx.server_state
     out: dict[str, Order] = {}
     for key, record in ri.recall(ctx, lr.ORDER, keys).items():
         order = lr.read_order(record.value)
@@ -174,7 +174,7 @@ def _extend(state: ItemsSeen | None, items: list[Any], start: int, ctx: Context)
     teaching, which changes the upstream's marker: then nothing is certain and the repair runs."""
     if not ri.active(ctx):
         return ItemsSeen(None, EMPTY)
-    mark = lr.marker(ctx.extras.get(ri.UPSTREAM) or "")
+    mark = lr.marker(ctx.upstream)
     names = ri.names(items, ctx, start=start)
     ids = ri.ids(items, start)
     got = ri.recall(ctx, lr.ORDER, {*ids.values(), *names.values(), mark})
@@ -182,7 +182,7 @@ def _extend(state: ItemsSeen | None, items: list[Any], start: int, ctx: Context)
     if state is not None and now != state.marker:
         return None
     present = (EMPTY if state is None else state.present).plus(names.values())
-    server = bool(ctx.extras.get(ri.SERVER_STATE))
+    server = ctx.server_state
     for k in range(start, len(items)):
         key = names.get(k) or ids.get(k)
         record = got.get(key) if key is not None else None

@@ -49,16 +49,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from llmfix.dialects.base import Pairing
 from llmfix.repairs import pair_orphans
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.pair_orphans import orphans as _orphans
-from llmfix.repairs.pair_orphans import where as _where
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
 from llmfix.wire import paired
 from llmfix.wire import toolpairs as tp
-from llmfix.wire.base import evolve
 
 NAME = pair_orphans.NAME
 _ORDINAL = {1: "2nd", 2: "3rd"}
@@ -98,11 +95,11 @@ def _unique(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
                 first.add(c.call_id)
                 finals.setdefault(c.call_id, []).append(c.call_id)
                 continue
-            new = tp.fresh_id(c.call_id, k, taken, d)
+            new = tp.fresh_id(c.call_id, k, taken, d.tools.FRESH_PREFIX)
             taken.add(new)
             call_ids[c.key] = new
             finals.setdefault(c.call_id, []).append(new)
-            where[new] = [_where(d, c.index, c.sub, True)]
+            where[new] = [d.tools.location(c.index, c.sub)]
             changes.append((c.call_id, k, new, where[new]))
         nth: Counter[str] = Counter()
         for a in answers:
@@ -111,8 +108,8 @@ def _unique(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
             new_ids = finals.get(a.call_id, [])
             if j < len(new_ids) and new_ids[j] != a.call_id:
                 answer_ids[a.key] = new_ids[j]
-                where[new_ids[j]].append(_where(d, a.index, a.sub, False))
-    out = tp.rename(d, items, call_ids, answer_ids)
+                where[new_ids[j]].append(d.tools.location(a.index, a.sub))
+    out = d.tools.rename(items, call_ids, answer_ids)
     records = []
     for old, k, new, locations in changes:
         what = "empty call id" if not old else f"duplicate call id {old}"
@@ -138,19 +135,20 @@ def _merge(present: list[Any], pos_of: Any, missing: list[tp.Call], build: Any, 
 
 
 def _answer(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
-    items = pairs.items
-    if ctx.dialect is Dialect.MESSAGES:
-        return _anthropic_answer(pairs)
-    d = ctx.dialect
-    inserts: dict[int, list[tp.Call]] = {}  # Responses: after item index → missing calls
-    replace: dict[int, tuple[int, list[tp.Call]]] = {}  # Chat: anchor → (run end, missing calls)
+    d, items = ctx.dialect, pairs.items
+    pairing = d.tools.PAIRING
+    if pairing is Pairing.NEXT_TURN:
+        return _next_turn(pairs, ctx)
+    inserts: dict[int, list[tp.Call]] = {}  # by id anywhere later: after item index → missing calls
+    replace: dict[int, tuple[int, list[tp.Call]]] = {}  # in a run after the call: anchor → (run end, missing calls)
     answered = {a.call_id for a in pairs.answers}
-    if d is Dialect.RESPONSES and all(c.call_id in answered for c in pairs.calls):
-        return items, []  # Responses pairs by call_id: every call answered somewhere, nothing to place
+    by_id = pairing is Pairing.LATER_BY_ID
+    if by_id and all(c.call_id in answered for c in pairs.calls):
+        return items, []  # paired by id: every call answered somewhere, nothing to place
     for g in pairs.groups:
         have = {a.call_id for a in g.answers}
         missing = [c for c in g.calls if c.call_id not in have]
-        if d is Dialect.RESPONSES:
+        if by_id:
             missing = [c for c in missing if c.call_id not in answered]  # an output before its call: left as is
             if missing:
                 inserts.setdefault(g.end, []).extend(missing)
@@ -160,38 +158,43 @@ def _answer(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
         return items, []
     out: list[Any] = []
     changes = []
+    key = d.shape.KEY
     i = 0
     while i < len(items):
         if i in replace:
             end, missing = replace[i]
-            order = {c.call_id: n for n, c in enumerate(tp.calls(d, [items[i]]))}
-            zone = _merge(items[i + 1 : end + 1], lambda m: m.tool_call_id, missing,
-                          lambda c: tp.missing_result(d, c, missing_text(c)), order)
+            order = {c.call_id: n for n, c in enumerate(d.tools.calls([items[i]]))}
+            zone = _merge(items[i + 1 : end + 1], lambda m: m.result_id(), missing,
+                          lambda c: d.tools.missing_result(c, missing_text(c)), order)
             out += [items[i], *zone]
-            changes.append(Change(NAME, f"messages[{i + 1}:{end + 1}]", f"tool call(s) {tp.ids(missing)} of "
-                                  f"messages[{i}] had no result: added a tool message saying none was recorded",
-                                  None, [z.to_wire() for z in zone if any(z.tool_call_id == c.call_id
+            changes.append(Change(NAME, f"{key}[{i + 1}:{end + 1}]", f"tool call(s) {tp.ids(missing)} of "
+                                  f"{d.at(i)} had no result: added a tool message saying none was recorded",
+                                  None, [z.to_wire() for z in zone if any(z.result_id() == c.call_id
                                                                               for c in missing)]))
             i = end + 1
             continue
         out.append(items[i])
         if i in inserts:
             missing = sorted(inserts[i], key=lambda c: c.index)
-            added = [tp.missing_result(d, c, missing_text(c)) for c in missing]
+            added = [d.tools.missing_result(c, missing_text(c)) for c in missing]
             out += added
-            changes.append(Change(NAME, f"input[{i}]+{len(added)}", f"tool call(s) {tp.ids(missing)} had no "
-                                  f"output: added {len(added)} output(s) saying none was recorded, after input[{i}]",
+            changes.append(Change(NAME, f"{d.at(i)}+{len(added)}", f"tool call(s) {tp.ids(missing)} had no "
+                                  f"output: added {len(added)} output(s) saying none was recorded, after {d.at(i)}",
                                   None, [a.to_wire() for a in added]))
         i += 1
     return out, changes
 
 
-def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
-    d, items = Dialect.MESSAGES, pairs.items
+def _next_turn(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
+    """Results in the next user turn: every result of a turn there, first and in call order, one added for each
+    call with none, results found in a later turn moved back, a turn left empty removed."""
+    d, items = ctx.dialect, pairs.items
+    turns = d.turns
+    assert turns is not None
     decl_at: dict[str, list[int]] = {}
     for c in pairs.calls:
         decl_at.setdefault(c.call_id, []).append(c.index)
-    # where each tool_result belongs: the assistant right before its message, else the first that declares it
+    # where each result belongs: the model turn right before its message, else the first that declares it
     home: dict[tp.Key, int] = {}
     for a in pairs.answers:
         at = decl_at.get(a.call_id, [])
@@ -201,7 +204,7 @@ def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
         home[a.key] = earlier[-1] if earlier else at[0]
     moved_in: dict[int, list[Any]] = {}
     for (j, k), h in sorted(home.items()):
-        moved_in.setdefault(h, []).append((j, k, items[j].content[k]))
+        moved_in.setdefault(h, []).append((j, k, turns.blocks(items[j])[k]))
     out: list[Any] = []
     changes: list[Change] = []
     lost: dict[int, set[int]] = {}
@@ -212,49 +215,48 @@ def _anthropic_answer(pairs: tp.Pairs) -> tuple[list[Any], list[Change]]:
     for g in pairs.groups:
         a = g.anchor
         nxt = items[a + 1] if a + 1 < len(items) else None
-        is_user = isinstance(nxt, an.Message) and nxt.role == "user"
-        blocks = ([an.TextBlock(type="text", text=nxt.content)] if isinstance(nxt.content, str) and nxt.content
-                  else [] if isinstance(nxt.content, str) else list(nxt.content)) if is_user else []
+        is_user = nxt is not None and turns.role(nxt) == "user"
+        blocks = turns.blocks(nxt) if is_user else []
         gone = lost.get(a + 1, set()) if is_user else set()
         mine = {c.call_id for c in g.calls}
         kept = [(k, b) for k, b in enumerate(blocks) if k not in gone]
-        results = [b for _, b in kept if isinstance(b, an.ToolResult) and b.tool_use_id in mine]
-        others = [b for _, b in kept if not (isinstance(b, an.ToolResult) and b.tool_use_id in mine)]
+        results = [b for _, b in kept if turns.is_result(b) and turns.result_id(b) in mine]
+        others = [b for _, b in kept if not (turns.is_result(b) and turns.result_id(b) in mine)]
         incoming = [b for _, _, b in moved_in.get(a, [])]
-        have = {b.tool_use_id for b in results + incoming}
+        have = {turns.result_id(b) for b in results + incoming}
         missing = [c for c in g.calls if c.call_id not in have]
         order = {c.call_id: n for n, c in enumerate(g.calls)}
-        lead = _merge(results + incoming, lambda b: b.tool_use_id, missing,
-                      lambda c: tp.missing_result(d, c, missing_text(c)), order)
+        lead = _merge(results + incoming, turns.result_id, missing,
+                      lambda c: d.tools.missing_result(c, missing_text(c)), order)
         content = lead + others
-        first_other = next((n for n, (_, b) in enumerate(kept) if not isinstance(b, an.ToolResult)), len(kept))
-        out_of_place = any(isinstance(b, an.ToolResult) and b.tool_use_id in mine for _, b in kept[first_other:])
+        first_other = next((n for n, (_, b) in enumerate(kept) if not turns.is_result(b)), len(kept))
+        out_of_place = any(turns.is_result(b) and turns.result_id(b) in mine for _, b in kept[first_other:])
         if not (missing or incoming or out_of_place or gone):
             continue
         if not is_user:
-            added_after[a] = an.Message(role="user", content=content)
+            added_after[a] = turns.user_turn(content)
         else:
-            new_at[a + 1] = evolve(nxt, content=content)
+            new_at[a + 1] = turns.with_blocks(nxt, content)
         notes = []
         if missing:
-            notes.append(f"tool_use {tp.ids(missing)} had no tool_result: added an is_error result saying none "
-                         "was recorded")
+            notes.append(f"{turns.CALL} {tp.ids(missing)} had no {turns.RESULT}: added {turns.MISSING} saying "
+                         "none was recorded")
         if incoming:
-            src = ", ".join(f"messages[{j}]" for j, _, _ in moved_in[a])
-            notes.append(f"tool_result {', '.join(b.tool_use_id for b in incoming)} moved here from {src}, "
+            src = ", ".join(d.at(j) for j, _, _ in moved_in[a])
+            notes.append(f"{turns.RESULT} {', '.join(turns.result_id(b) for b in incoming)} moved here from {src}, "
                          "with the other results of this turn")
         if out_of_place:
-            notes.append("tool_result blocks moved before the other content")
-        where = f"messages[{a + 1}]" if is_user else f"messages[{a}]+1 (new user message)"
-        changes.append(Change(NAME, where, "; ".join(notes) or "tool_result blocks regrouped",
+            notes.append(f"{turns.RESULT} blocks moved before the other content")
+        where = d.at(a + 1) if is_user else f"{d.at(a)}+1 (new user message)"
+        changes.append(Change(NAME, where, "; ".join(notes) or f"{turns.RESULT} blocks regrouped",
                               nxt.to_wire() if is_user else None, [b.to_wire() for b in content]))
     for j, ks in lost.items():
         if j in new_at:
             continue
-        rest = [b for k, b in enumerate(items[j].content) if k not in ks]
-        new_at[j] = evolve(items[j], content=rest) if rest else None
+        rest = [b for k, b in enumerate(turns.blocks(items[j])) if k not in ks]
+        new_at[j] = turns.with_blocks(items[j], rest) if rest else None
         if not rest:
-            changes.append(Change(NAME, f"messages[{j}]", "user message held only tool results of an earlier "
+            changes.append(Change(NAME, d.at(j), "user message held only tool results of an earlier "
                                   "turn; they moved there, the empty message is removed", items[j].to_wire(), None))
     for i, m in enumerate(items):
         m = new_at.get(i, m)
@@ -289,5 +291,4 @@ def full(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 # these shapes are invalid at every upstream: on for every profile, spec included
-REPAIR = Repair(NAME, _apply, extend=_extend, needles={
-    Dialect.CHAT: (b"tool_calls",), Dialect.RESPONSES: (b"call_id",), Dialect.MESSAGES: (b"tool_use",)})
+REPAIR = Repair(NAME, _apply, extend=_extend, needles=lambda d: d.tools.PAIRS)

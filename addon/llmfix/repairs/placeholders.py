@@ -6,10 +6,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
+from llmfix.dialects.base import Dialect
 
 
 def count_words(kinds: Iterable[str]) -> str:
@@ -38,8 +35,4 @@ def label(call_id: str | None) -> str:
 
 def text_part(dialect: Dialect, text: str) -> Any:
     """A text part of ``dialect`` holding ``text``: what stands in a content array where a media part was."""
-    if dialect is Dialect.CHAT:
-        return ch.TextPart(type="text", text=text)
-    if dialect is Dialect.RESPONSES:
-        return rs.InputText(type="input_text", text=text)
-    return an.TextBlock(type="text", text=text)
+    return dialect.media.text_part(text)

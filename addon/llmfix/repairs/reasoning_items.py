@@ -18,28 +18,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmfix.body.media import human_size
-from llmfix.memory import learn_responses as lr
+from llmfix.dialects.responses import learn as lr
+from llmfix.dialects.responses import wire as rs
 from llmfix.memory.store import Reasoning
 from llmfix.repairs.base import Apply, Context, Extend, Repair
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import responses as rs
 from llmfix.wire.base import without
 
-STORE = "reasoning"
-UPSTREAM = "upstream"
-SERVER_STATE = "server_state"
 _INPUT_ROLES = frozenset({"user", "system", "developer"})
 
 
 def active(ctx: Context) -> bool:
-    """Whether a reasoning repair can know anything here: a Responses request, with a reasoning memory."""
-    return ctx.dialect is Dialect.RESPONSES and ctx.extras.get(STORE) is not None
+    """Whether a reasoning repair can know anything here: with a reasoning memory (the repairs serve only
+    Responses requests: :func:`repair`)."""
+    return ctx.reasoning is not None
 
 
 def repair(name: str, apply: Apply, extend: Extend) -> Repair:
     """A reasoning repair: Responses only, for bodies with an item id or an encrypted content."""
-    return Repair(name, apply, needles={Dialect.RESPONSES: (b'"id"', b"encrypted_content")}, extend=extend)
+    return Repair(name, apply, needles={"responses": (b'"id"', b"encrypted_content")}, extend=extend)
 
 
 def extra(item: Any, key: str) -> Any:
@@ -143,7 +140,7 @@ def names(items: list[Any], ctx: Context, *, start: int = 0) -> dict[int, str]:
 
 
 def recall(ctx: Context, kind_: str, keys: Iterable[str]) -> dict[str, Reasoning]:
-    store = ctx.extras.get(STORE)
+    store = ctx.reasoning
     keys = list(keys)
     return store.recall(kind_, keys) if store is not None and keys else {}
 
@@ -171,7 +168,7 @@ def id_removed(name: str, item: Any, index: int, why: str) -> Change:
 @dataclass(frozen=True, slots=True)
 class Marked:
     """What the fast path keeps of a prefix: the upstream's latest teaching it was settled under (a
-    :func:`llmfix.memory.learn_responses.marker` value, None when there was none)."""
+    :func:`llmfix.dialects.responses.learn.marker` value, None when there was none)."""
 
     marker: str | None
 

@@ -13,7 +13,7 @@ qwen-code, gateways converting from Anthropic (cc-switch).
 What it does, on profiles with ``chat_reasoning_content`` (DeepSeek, Moonshot/Kimi; an upstream without a
 profile learns the flag from its 400): an assistant message that needs its reasoning (below) and lacks it — no
 field, ``null`` or ``""`` — gets the reasoning llmfix's memory recorded from the answer that issued it, byte for
-byte, found by what only that session's turn has (memory/learn_chat_reasoning.py): the upstream and each tool
+byte, found by what only that session's turn has (dialects/chat/learn_reasoning.py): the upstream and each tool
 call's id, name and arguments (compared by value: Droid re-writes the model's JSON), or, for a turn without calls,
 its text and the message before it. A call id alone would hand one user's reasoning to another: Kimi numbers its
 ids within a conversation, so every session's first ``bash`` call is ``functions.bash:0``. A key two sessions
@@ -45,12 +45,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from llmfix.dialects.chat import wire as ch
+from llmfix.dialects.chat.learn_reasoning import KIND, call_key, context, text_key
 from llmfix.memory.learn_base import json_text
-from llmfix.memory.learn_chat_reasoning import KIND, call_key, context, text_key
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import chat as ch
 from llmfix.wire.base import evolve
 
 NAME = "restore-reasoning-content"
@@ -71,7 +70,7 @@ def _text(m: ch.Message) -> str:
 
 
 def _context(item: Any) -> str | None:
-    """What a turn that answered ``item`` is known by (memory/learn_chat_reasoning.py ``context``)."""
+    """What a turn that answered ``item`` is known by (dialects/chat/learn_reasoning.py ``context``)."""
     return context(item.role, _text(item), item.tool_call_id) if isinstance(item, ch.Message) else None
 
 
@@ -152,10 +151,10 @@ def _needy(items: list[Any]) -> list[int]:
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    store = ctx.extras.get("reasoning")
+    store = ctx.reasoning
     if store is None or not ctx.profile.chat_reasoning_content:
         return items, []
-    upstream = str(ctx.extras.get("upstream") or "")
+    upstream = ctx.upstream
     needy = [(i, _keys(items[i], _context(items[i - 1]) if i > 0 else None, upstream)) for i in _needy(items)]
     needy = [(i, keys) for i, keys in needy if keys]
     if not needy:
@@ -185,8 +184,8 @@ def _extend(state: Spans | None, items: list[Any], start: int, ctx: Context) -> 
     so every such message is asked about on every turn, in one query: the answer is the repair's at any time. A
     session's needy messages are those the client dropped the reasoning of and memory never had (few: a turn
     memory has is given back, and that request is repaired whole)."""
-    spans = (state or Spans()).extend(items, start, str(ctx.extras.get("upstream") or ""))
-    store = ctx.extras.get("reasoning")
+    spans = (state or Spans()).extend(items, start, ctx.upstream)
+    store = ctx.reasoning
     if store is None or not ctx.profile.chat_reasoning_content:
         return spans
     if spans.needy and any(r.value for r in store.recall(KIND, spans.needy).values()):
@@ -194,5 +193,5 @@ def _extend(state: Spans | None, items: list[Any], start: int, ctx: Context) -> 
     return spans
 
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"assistant"',)},
+REPAIR = Repair(NAME, _apply, needles={"chat": (b'"assistant"',)},
                 wanted=lambda profile, _dialect: profile.chat_reasoning_content, extend=_extend)

@@ -23,19 +23,16 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.body.media import ref_for_url
+from llmfix.dialects.base import Dialect
+from llmfix.repairs import hoist_tool_media
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.placeholders import count_words
 from llmfix.repairs.text_media import recognise
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
-from llmfix.wire.base import evolve
+from llmfix.wire.base import Textual, Wire, evolve
 from llmfix.wire.toolresults import Piece, native
 
 NAME = "restore-text-media"
-_TEXT_PARTS = {Dialect.CHAT: (ch.TextPart,), Dialect.RESPONSES: rs.TEXT_PARTS, Dialect.MESSAGES: (an.TextBlock,)}
 
 
 def _summary(pieces: tuple[Piece, ...]) -> list[Any]:
@@ -55,7 +52,7 @@ def _expand(content: Any, dialect: Dialect) -> tuple[list[Any], list[tuple[Piece
     out: list[Any] = []
     found: list[tuple[Piece, ...]] = []
     for part in content:
-        pieces = recognise(part.text) if isinstance(part, _TEXT_PARTS[dialect]) else None
+        pieces = recognise(part.text) if isinstance(part, Textual) else None
         if pieces is None:
             out.append(part)
         else:
@@ -87,28 +84,26 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _item(i: int, item: Any, ctx: Context) -> tuple[Any, Change | None]:
-    if ctx.dialect is Dialect.CHAT and isinstance(item, ch.Message) and item.role == "tool":
-        done = _expand(item.content, Dialect.CHAT)
+    """Item ``i`` with the whole texts of its tool results (the item itself, or results inside it) expanded."""
+    field = item.PARTS if isinstance(item, Wire) else None
+    if field is None:
+        return item, None
+    where = f"{ctx.dialect.at(i)}.{field}"
+    if item.is_result():
+        done = _expand(getattr(item, field), ctx.dialect)
         if done is None:
             return item, None
-        return evolve(item, content=done[0]), _change(f"messages[{i}].content", f"tool message {item.tool_call_id}",
-                                                      done[1])
-    if ctx.dialect is Dialect.RESPONSES and isinstance(item, rs.ToolOutput):
-        done = _expand(item.output, Dialect.RESPONSES)
-        if done is None:
-            return item, None
-        return evolve(item, output=done[0]), _change(f"input[{i}].output", f"{item.type} {item.call_id}", done[1])
-    if ctx.dialect is Dialect.MESSAGES and isinstance(item, an.Message) and isinstance(item.content, list):
-        expanded = {k: done for k, block in enumerate(item.content) if isinstance(block, an.ToolResult)
-                    and (done := _expand(block.content, Dialect.MESSAGES)) is not None}
-        if not expanded:  # the common case, built nothing
-            return item, None
-        blocks = [evolve(b, content=expanded[k][0]) if k in expanded else b for k, b in enumerate(item.content)]
-        found = [pieces for done in expanded.values() for pieces in done[1]]
-        where = [item.content[k].tool_use_id for k in expanded]
-        return evolve(item, content=blocks), _change(f"messages[{i}].content", "tool_result " + ", ".join(where),
-                                                     found)
-    return item, None
+        return evolve(item, **{field: done[0]}), _change(where, item.noun(), done[1])
+    content = getattr(item, field)
+    if not isinstance(content, list):
+        return item, None
+    expanded = {k: done for k, block in enumerate(content) if isinstance(block, Wire) and block.is_result()
+                and (done := _expand(getattr(block, block.PARTS), ctx.dialect)) is not None}
+    if not expanded:  # the common case, built nothing
+        return item, None
+    blocks = [evolve(b, **{b.PARTS: expanded[k][0]}) if k in expanded else b for k, b in enumerate(content)]
+    found = [pieces for done in expanded.values() for pieces in done[1]]
+    return evolve(item, **{field: blocks}), _change(where, ", ".join(content[k].noun() for k in expanded), found)
 
 
 def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:
@@ -123,6 +118,10 @@ def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:
 NEEDLES = (b"mediaType", b"image_url", b"input_image", b"media_type", b"data:image/")
 """Bytes one of which every recognised shape carries (also inside an escaped JSON string)."""
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: NEEDLES, Dialect.RESPONSES: NEEDLES, Dialect.MESSAGES: NEEDLES},
-                wanted=lambda profile, dialect: dialect is not Dialect.MESSAGES or profile.anthropic_tool_result_media,
+def _wanted(profile: Any, dialect: Dialect) -> bool:
+    """Where the upstream takes media in tool results, or hoist-tool-media moves them out of them after this."""
+    return bool(getattr(profile, dialect.media.TOOL_MEDIA_FLAG)) or hoist_tool_media.serves(dialect)
+
+
+REPAIR = Repair(NAME, _apply, needles=lambda _dialect: NEEDLES, wanted=_wanted,
                 extend=_extend)  # each item decided on its own

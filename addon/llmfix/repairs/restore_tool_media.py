@@ -20,23 +20,17 @@ not put back a second time.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
 from llmfix.idset import EMPTY, Ids
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
 from llmfix.wire.base import evolve
-from llmfix.wire.toolresults import Result, loose_media, native, results
+from llmfix.wire.toolresults import Result, holders, loose_media, native, results
 
 NAME = "restore-tool-media"
-WINDOW = "media_window"
-FLOW = "flow_id"
 
 
 def _squash(text: str) -> str:
@@ -48,7 +42,7 @@ def _restorable(r: Result, ctx: Context) -> tuple[list[Any], list[str], tuple[An
     client's request had outside tool results at or after that result."""
     if r.media:
         return None
-    seen = ctx.extras[WINDOW].correlated(r.call_id, ctx.extras[FLOW])
+    seen = ctx.window.correlated(r.call_id, ctx.flow_id)
     if seen is None or not seen.result.media:
         return None
     if _squash(r.text) not in ("", _squash(seen.result.text)):
@@ -72,25 +66,30 @@ def _key(part: Any) -> tuple[str, str] | None:
     return ref.kind, ref.digest
 
 
-def _call_ids(dialect: Dialect, items: list[Any]) -> list[str | None]:
+def _call_ids(items: list[Any]) -> list[str | None]:
     """The call ids of the tool results, in order, without building anything else (a cheap first check)."""
-    if dialect is Dialect.RESPONSES:
-        return [m.call_id for m in items if isinstance(m, rs.ToolOutput)]
-    if dialect is Dialect.CHAT:
-        return [m.tool_call_id for m in items if isinstance(m, ch.Message) and m.role == "tool"]
-    if dialect is Dialect.MESSAGES:
-        return [b.tool_use_id for m in items if isinstance(m, an.Message) and isinstance(m.content, list)
-                for b in m.content if isinstance(b, an.ToolResult)]
-    return []
+    return [r.result_id() for _, r in holders(items)]
+
+
+def _with_parts(item: Any, call_id: str, parts: list[Any]) -> tuple[Any, str, Any]:
+    """``item`` with the tool result for ``call_id`` (the item itself, or a result inside it) holding ``parts``;
+    where that is, and what it held."""
+    field = item.PARTS
+    if item.is_result():
+        return evolve(item, **{field: parts}), f"{item.PARTS}", getattr(item, field)
+    blocks = getattr(item, field)
+    k = next(k for k, b in enumerate(blocks) if b.is_result() and b.result_id() == call_id)
+    block = blocks[k]
+    new = [*blocks[:k], evolve(block, **{block.PARTS: parts}), *blocks[k + 1 :]]
+    return evolve(item, **{field: new}), block.noun(), getattr(block, block.PARTS)
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    window, flow = ctx.extras.get(WINDOW), ctx.extras.get(FLOW)
-    if not window or not flow or not any(c and window.correlated(c, flow) for c in _call_ids(ctx.dialect, items)):
+    window, flow = ctx.window, ctx.flow_id
+    if not window or not flow or not any(c and window.correlated(c, flow) for c in _call_ids(items)):
         return items, []
     out = list(items)
     changes: list[Change] = []
-    blocks: dict[int, dict[str, list[Any]]] = defaultdict(dict)  # Anthropic: message index → call id → parts
     candidates = [(r, found) for r in results(ctx.dialect, items) if (found := _restorable(r, ctx)) is not None]
     if not candidates:
         return items, []
@@ -99,7 +98,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     # carries at or after the result, beyond the copies the client itself had there (a user who pasted the
     # same image), counts as moved, once; only what is left comes back. Matched from the last result back,
     # so the copies a later result's gateway moved after it are not claimed by an earlier result.
-    loose = [(i, _key(p)) for i, p in loose_media(ctx.dialect, items)]
+    loose = [(i, _key(p)) for i, p in loose_media(items)]
     taken: set[int] = set()
     todo: list[tuple[Result, list[Any], list[str]]] = []
     for r, (parts, lost, client_later) in reversed(candidates):
@@ -116,28 +115,13 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             continue
         todo.append((r, parts, lost))
     for r, parts, lost in reversed(todo):
-        if ctx.dialect is Dialect.MESSAGES:
-            blocks[r.index][r.call_id] = parts
-            where = f"messages[{r.index}] tool_result {r.call_id}"
-            before = None
-        elif ctx.dialect is Dialect.RESPONSES:
-            before = items[r.index].output
-            out[r.index] = evolve(items[r.index], output=parts)
-            where = f"input[{r.index}].output"
-        else:
-            before = items[r.index].content
-            out[r.index] = evolve(items[r.index], content=parts)
-            where = f"messages[{r.index}].content"
+        out[r.index], what, before = _with_parts(out[r.index], r.call_id, parts)
+        where = f"{ctx.dialect.at(r.index)}{'.' if out[r.index].is_result() else ' '}{what}"
         media = [p for p in parts if hasattr(p, "media")]
         summary = (f"{r.call_id}: {placeholders.count_words(p.media().kind for p in media)} put back from the "
                    "client's request (the gateway dropped them)")
         changes.append(Change(NAME, where, summary, before=before, after=[p.to_wire() for p in parts],
                               dropped=tuple(f"{k} from {r.call_id}: cannot be carried in {ctx.dialect}" for k in lost)))
-    for index, by_call in blocks.items():
-        message: an.Message = out[index]
-        new_blocks = [evolve(b, content=by_call[b.tool_use_id])
-                      if isinstance(b, an.ToolResult) and b.tool_use_id in by_call else b for b in message.content]
-        out[index] = evolve(message, content=new_blocks)
     return (out, changes) if changes else (items, [])
 
 
@@ -145,12 +129,11 @@ def _extend(state: Ids | None, items: list[Any], start: int, ctx: Context) -> Id
     """Certain that nothing comes back: no tool result of the request, old or new, has a correlated
     observation (what :func:`_apply` checks first). The media window changes between turns, so the ids of
     the prefix's results (``state``) are asked again on every turn — those the window holds, at least."""
-    ids = (EMPTY if state is None else state).plus(c for c in _call_ids(ctx.dialect, items[start:]) if c)
-    window, flow = ctx.extras.get(WINDOW), ctx.extras.get(FLOW)
+    ids = (EMPTY if state is None else state).plus(c for c in _call_ids(items[start:]) if c)
+    window, flow = ctx.window, ctx.flow_id
     if window and flow and any(window.correlated(c, flow) for c in window.held_among(ids, flow)):
         return None
     return ids
 
 
-REPAIR = Repair(NAME, _apply, extend=_extend, brings_media=True, needles={
-    Dialect.RESPONSES: (b"_call_output",), Dialect.CHAT: (b'"tool"',), Dialect.MESSAGES: (b"tool_result",)})
+REPAIR = Repair(NAME, _apply, extend=_extend, brings_media=True, needles=lambda d: d.tools.ANSWERS)

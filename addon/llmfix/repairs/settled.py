@@ -21,7 +21,7 @@ sessions (interleaved, edited, restarted) every answer is the whole path's.
 The states of a turn are kept with the body in the prefix cache (:mod:`llmfix.body.prefix`), under a
 :class:`Verdict` whose key says what they were decided for (profile, model, modalities, the candidate
 repairs, server state); a next turn with another key starts from scratch. The promise the tests hold
-each check to (tests/property/test_prefix.py, tests/unit/repairs/test_settled.py): a chain of sure
+each check to (tests/property/test_prefix.py, tests/property/test_settled.py): a chain of sure
 answers over any split of any conversation implies that every repair leaves it unchanged.
 """
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmfix.dialects.chat import wire as ch
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.media_triage import kind, triage
 from llmfix.report.changes import Change
-from llmfix.route import Dialect
-from llmfix.wire import chat as ch
 from llmfix.wire.base import evolve
 
 NAME = "untangle-tool-run"
@@ -171,4 +170,4 @@ def _extend(state: tuple[frozenset[str], str] | None, items: list[Any], start: i
     return declared, phase
 
 
-REPAIR = Repair(NAME, _apply, needles={Dialect.CHAT: (b'"tool"',)}, extend=_extend)
+REPAIR = Repair(NAME, _apply, needles={"chat": (b'"tool"',)}, extend=_extend)

@@ -45,6 +45,7 @@ from mitmproxy.log import ALERT
 
 from llmfix import engine, offload, options, route
 from llmfix.body.conversation import BadBody
+from llmfix.dialects.base import Dialect
 from llmfix.memory import learn
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
@@ -240,7 +241,7 @@ def _expect_one(f: http.HTTPFlow, settings: engine.Settings) -> dict[str, Any]:
     return entry
 
 
-def _learn_from_answer(f: http.HTTPFlow, dialect: route.Dialect, settings: engine.Settings) -> None:
+def _learn_from_answer(f: http.HTTPFlow, dialect: Dialect, settings: engine.Settings) -> None:
     """What the addon's ``response`` hook learns from a loaded flow: tool calls of a non-streamed JSON answer."""
     resp = f.response
     if resp is None or not resp.raw_content or "json" not in resp.headers.get("content-type", "").lower():
@@ -250,7 +251,7 @@ def _learn_from_answer(f: http.HTTPFlow, dialect: route.Dialect, settings: engin
     except ValueError:
         return
     if body and settings.memory is not None:
-        settings.memory.remember(learn.learn_json_response(str(dialect), body))
+        settings.memory.remember(learn.learn_json_response(dialect, body))
 
 
 def expectations(flows: Sequence[http.HTTPFlow], overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -12,21 +12,17 @@ from collections.abc import Callable
 from typing import Any
 
 from mitmproxy import http
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from llmfix.body.conversation import BadBody, parse
+from llmfix.dialects.base import Dialect
 from llmfix.report import render
 from llmfix.report.flowinfo import META, dialect_of, is_sse
 from llmfix.report.redact import redact_text
-from llmfix.report.sse_answers import ASSEMBLE, dicts, sse_events
-from llmfix.route import Dialect
-from llmfix.wire import anthropic as an
-from llmfix.wire import chat as ch
-from llmfix.wire import responses as rs
+from llmfix.report.sse_answers import dicts, sse_events
 
 TEXT = 160
 MAX_TOOLS = 12
-_RS_ITEMS: TypeAdapter[list[Any]] = TypeAdapter(list[rs.Item])
 
 
 def _names(tools: Any, pick: Callable[[dict], Any]) -> str:
@@ -64,53 +60,21 @@ def request_lines(dialect: Dialect, data: bytes, host: str) -> list[str]:
     head = ["# " + " · ".join(facts)]
     if tools := _names(body.get("tools"), _tool_name):
         head.append(f"# tools: {tools}")
-    system = _system_text(body.get("instructions" if dialect is Dialect.RESPONSES else "system"))
+    system = _system_text(body.get(dialect.shape.SYSTEM))
     if system:
-        head.append(f"# {'instructions' if dialect is Dialect.RESPONSES else 'system'}: "
-                    f"{redact_text(system, TEXT)!r}")
-    if dialect is Dialect.RESPONSES and isinstance(body.get("input"), str):
-        return [*head, "[0] message user", f"    {redact_text(body['input'], TEXT)!r}"]
+        head.append(f"# {dialect.shape.SYSTEM}: {redact_text(system, TEXT)!r}")
     try:
         conv = parse(dialect, body)
     except BadBody as e:
         return [*head, f"# cannot read the conversation: {e}"]
+    if conv is None and isinstance(text := body.get(dialect.shape.KEY), str):  # a plain string input
+        return [*head, "[0] message user", f"    {redact_text(text, TEXT)!r}"]
     return [*head, *(render.lines(dialect, conv.items) if conv else [])]
-
-
-_RS_ITEMS: TypeAdapter[list[Any]] = TypeAdapter(list[rs.Item])
-
-
-def _with_extras(lines: list[str], extras: dict[int, list[str]]) -> list[str]:
-    """Insert extra lines (reasoning) right after the header line ``[i] …`` of item ``i``."""
-    out: list[str] = []
-    for line in lines:
-        out.append(line)
-        if line.startswith("[") and (i := line[1:].split("]", 1)[0]).isdigit():
-            out.extend(f"    {x}" for x in extras.get(int(i), []))
-    return out
 
 
 def answer_lines(dialect: Dialect, obj: dict[str, Any]) -> list[str]:
     """The assistant's side of a (reassembled) answer object as readable lines."""
-    if dialect is Dialect.CHAT:
-        msgs, extras = [], {}
-        for i, c in enumerate(dicts(obj.get("choices"))):
-            m = c.get("message") if isinstance(c.get("message"), dict) else {}
-            msgs.append(m)
-            reasoning = None if m.get("reasoning_content") else m.get("reasoning")  # render shows reasoning_content
-            extras[i] = [f"reasoning {redact_text(reasoning, TEXT)!r}"] if isinstance(reasoning, str) else []
-        return _with_extras(render.lines(dialect, TypeAdapter(list[ch.Message]).validate_python(msgs)), extras)
-    if dialect is Dialect.RESPONSES:
-        output = dicts(obj.get("output"))
-        extras = {i: [f"summary {redact_text(s['text'], TEXT)!r}" for s in dicts(item.get("summary"))
-                      if isinstance(s.get("text"), str)] for i, item in enumerate(output)}
-        return _with_extras(render.lines(dialect, _RS_ITEMS.validate_python(output)), extras)
-    content = dicts(obj.get("content"))
-    extras = {0: [f"thinking {redact_text(b['thinking'], TEXT)!r}" for b in content
-                  if b.get("type") == "thinking" and isinstance(b.get("thinking"), str)]}
-    blocks = [b for b in content if b.get("type") != "thinking"]
-    message = an.Message.model_validate({"role": obj.get("role", "assistant"), "content": blocks})
-    return _with_extras(render.lines(dialect, [message]), extras)
+    return dialect.answers.answer_lines(obj)
 
 
 def _stop(obj: dict[str, Any]) -> str | None:
@@ -132,7 +96,7 @@ def response_lines(dialect: Dialect, response: http.Response, data: bytes) -> li
     streamed = is_sse(response)
     if streamed:
         events = sse_events(data)
-        obj = ASSEMBLE[dialect](events)
+        obj = dialect.answers.assemble(events)
         facts = [f"streamed {dialect} answer, {len(events)} events reassembled"]
     else:
         try:

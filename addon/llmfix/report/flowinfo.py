@@ -5,7 +5,8 @@ from __future__ import annotations
 from mitmproxy import contentviews, http
 
 from llmfix import route
-from llmfix.route import Dialect
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import NAMES, named
 
 META = "llmfix"
 DIALECT = "llmfix_dialect"  # the same key as llmfix.proxy.ROUTE (proxy imports this module)
@@ -51,8 +52,8 @@ def info_of(metadata: contentviews.Metadata) -> dict | None:
 def dialect_of(flow: http.HTTPFlow) -> Dialect | None:
     """The API dialect of an LLM flow: as llmfix routed it, or from the request line of a flow it never saw."""
     seen = flow.metadata.get(DIALECT)
-    if isinstance(seen, str) and seen in Dialect.__members__.values():
-        return Dialect(seen)
+    if isinstance(seen, str) and seen in NAMES:
+        return named(seen)
     r = flow.request
     return route.dialect_for(r.method, r.path, r.headers.get("content-type"))
 
@@ -67,4 +68,4 @@ def socket_request(metadata: contentviews.Metadata) -> Dialect | None:
     if message is None or not message.from_client or not isinstance(flow, http.HTTPFlow):
         return None
     seen = flow.metadata.get(SOCKET)
-    return Dialect(seen) if isinstance(seen, str) and seen in Dialect.__members__.values() else None
+    return named(seen) if isinstance(seen, str) and seen in NAMES else None

@@ -27,10 +27,11 @@ from mitmproxy.addons.clientplayback import ReplayHandler
 from mitmproxy.hooks import UpdateHook
 
 from llmfix import engine
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import named
 from llmfix.proxy import RETRY_OF, ROUTE, UPSTREAM, flow_name
 from llmfix.report import views
 from llmfix.retry import decide, rejections
-from llmfix.route import Dialect
 
 if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
@@ -87,7 +88,7 @@ class Retry:
         if settings.mode == "off" or settings.quirks is None or flow.request.raw_content is None:
             return
         try:
-            found = rejections.match(dialect, resp.status_code, resp.get_content(strict=False) or b"")
+            found = rejections.match(named(dialect), resp.status_code, resp.get_content(strict=False) or b"")
             if found is not None:
                 await self._retry(flow, found, settings, upstream)
         except Exception as e:  # a bug in llmfix: the client still gets the upstream's answer
@@ -97,7 +98,7 @@ class Retry:
     async def _retry(self, flow: http.HTTPFlow, found: rejections.Match, settings: engine.Settings,
                      upstream: tuple[str, str, int]) -> None:
         _, host, port = upstream
-        dialect = Dialect(flow.metadata[ROUTE])
+        dialect = named(flow.metadata[ROUTE])
         status = flow.response.status_code if flow.response else 0
         info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
         client_raw = info.get("original") or flow.request.raw_content
@@ -123,7 +124,7 @@ class Retry:
             outcome_text = f"resend failed ({why}): the client gets the first rejection"
             event["outcome"] = "error"
         else:
-            again = rejections.match(str(dialect), answer.response.status_code,
+            again = rejections.match(dialect, answer.response.status_code,
                                      answer.response.get_content(strict=False) or b"")
             decide.settle(d, settings, again)
             self._take(flow, answer, outcome)

@@ -23,10 +23,10 @@ import orjson
 
 from llmfix import engine, offload
 from llmfix.body.conversation import BadBody
+from llmfix.dialects.base import Dialect
 from llmfix.memory.store import Quirk, Reasoning, ReasoningStore, upstream_id
 from llmfix.report.redact import redact_text
 from llmfix.retry import rejections
-from llmfix.route import Dialect
 
 EXCERPT = 200
 Flags = tuple[tuple[str, bool], ...]

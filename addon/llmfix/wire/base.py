@@ -1,4 +1,5 @@
-"""The base of every wire model: unknown fields kept; untouched objects sent back verbatim.
+"""The base of every wire model: unknown fields kept; untouched objects sent back verbatim; the roles a
+dialect's objects play for the neutral views.
 
 Models are plain, frozen pydantic models with ``extra="allow"`` — no per-object hooks, so validating a
 long conversation stays cheap (a wrap validator per object cost six times the parse itself). Which
@@ -7,13 +8,23 @@ objects a repair left untouched is decided only when a repaired request is seria
 object that still appears in the repaired tree is emitted as the very dict it was parsed from. So parts
 of a repaired request that no repair touched keep their keys, key order and values; an object a repair
 built or changed is emitted from its set fields and unknown fields.
+
+Roles. The media repairs are written once for every dialect: they ask an object what it is, not which class
+it has. An object holding a list of parts names that field in :attr:`Wire.PARTS` (a message's ``content``, a
+tool output's ``output``); a tool result says so (:meth:`Wire.result_id`); a text part is a :class:`Textual`,
+a media part a :class:`Media`, an image that may be inline an :class:`Image`. A dialect's models take these
+roles (``dialects/*/wire.py``); the walks over them are in :mod:`llmfix.wire.parts`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from llmfix.body.media import MediaRef
 
 
 class Wire(BaseModel):
@@ -21,9 +32,84 @@ class Wire(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
+    PARTS: ClassVar[str | None] = None
+    """The field holding this object's list of parts (its content), if it has one."""
+
     def to_wire(self) -> Any:
         """The JSON-ready value of this object, from its set fields and unknown fields."""
         return _dump(self, None)
+
+    def is_result(self) -> bool:
+        """Whether this object is a tool result (its :attr:`PARTS` field holds what the tool returned)."""
+        return False
+
+    def result_id(self) -> str | None:
+        """The call id a tool result names (None: none, or not a result)."""
+        return None
+
+    def noun(self) -> str:
+        """How a change record names this object: ``user message``, ``tool_result toolu_1``…"""
+        return str(getattr(self, "type", None) or type(self).__name__)
+
+
+class Textual(Wire):
+    """A text part. Each declares its own ``text: str`` field after its ``type`` (a field declared here would
+    come first, and a part llmfix builds would be sent with its keys in another order)."""
+
+    if TYPE_CHECKING:
+        text: str
+
+
+class Media(Wire):
+    """A media part (image, file, audio): named in logs by :meth:`media`, never by its payload."""
+
+    def media(self) -> MediaRef:
+        raise NotImplementedError
+
+    def kind(self) -> str:
+        """``image``, ``file``, ``audio`` (or ``text``, for a document whose source is text), from the part's
+        own fields: describing it would hash its payload."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Inline:
+    """An image's inline payload: ``text[start:]`` (a data URL's base64 after its comma, or the base64 itself)."""
+
+    text: str
+    start: int
+    declared: str | None  # the media type the client declared
+    is_base64: bool = True
+
+
+class Image(Media):
+    """An image part, inline (a data URL, a base64 source) or by reference (a URL, a file id)."""
+
+    def kind(self) -> str:
+        return "image"
+
+    def inline(self) -> Inline | None:
+        """Its inline payload; None when it is sent by URL or file id (nothing to fit)."""
+        raise NotImplementedError
+
+    def by_file_id(self) -> bool:
+        """Whether it names an uploaded file only (a Responses ``input_image`` with a ``file_id`` and no URL)."""
+        return False
+
+    def refitted(self, mime: str, data: str, is_base64: bool) -> Image:
+        """A copy carrying ``data`` (base64 when ``is_base64``) of type ``mime`` instead of its payload."""
+        raise NotImplementedError
+
+
+def data_url(url: str | None) -> Inline | None:
+    """The inline payload of a ``data:`` URL (None for any other URL)."""
+    if not url or not url.startswith("data:"):
+        return None
+    comma = url.find(",", 0, 1024)
+    meta = url[5:comma] if comma >= 0 else url[5:1024]
+    params = meta.split(";")
+    is_base64 = any(p.strip().lower() == "base64" for p in params[1:])
+    return Inline(url, comma + 1 if comma >= 0 else len(url), params[0] or None, is_base64)
 
 
 def evolve[M: Wire](model: M, **changes: Any) -> M:

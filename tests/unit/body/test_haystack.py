@@ -12,14 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmfix import engine
 from llmfix.body.haystack import _PAYLOAD_MARKERS, MIN_SIZE, Haystack, find, haystack
+from llmfix.dialects.registry import DIALECTS
 from llmfix.repairs import pipeline
 from tests.conftest import FIXTURES
 
-NEEDLES = sorted({n for r in pipeline.PIPELINE for ns in r.needles.values() for n in ns}
-                 | {n for ns in engine._DECLARATIONS.values() for n in ns}
-                 | {n for ns in engine._TOOL_RESULTS.values() for n in ns})
+NEEDLES = sorted({n for r in pipeline.PIPELINE for d in DIALECTS for n in r.needles_for(d) or ()}
+                 | {n for d in DIALECTS for n in (*d.tools.DECLARES, *d.tools.ANSWERS)})
 BIG_PNG = "data:image/png;base64," + base64.b64encode(os.urandom(MIN_SIZE)).decode()
 CAPTURES = sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.json"))
 

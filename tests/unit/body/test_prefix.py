@@ -13,9 +13,10 @@ import pytest
 from llmfix import engine
 from llmfix.body.locate import split
 from llmfix.body.prefix import Entry, PrefixCache, answers_for
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
-from llmfix.route import Dialect
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -186,8 +187,8 @@ def test_chat_session_same_answers_with_and_without_the_cache(tmp_path: Path) ->
     body = fixture("droid/0.225.2__single_image__turn2.json")  # 50 KB: over the cache's minimum size
     bodies = session(body, "messages", CHAT_TURNS)
     cache = PrefixCache()
-    fast, memory = run(Dialect.CHAT, "api.openai.com", bodies, cache, tmp_path)
-    whole, _ = run(Dialect.CHAT, "api.openai.com", bodies, None, tmp_path)
+    fast, memory = run(CHAT, "api.openai.com", bodies, cache, tmp_path)
+    whole, _ = run(CHAT, "api.openai.com", bodies, None, tmp_path)
     assert fast == whole
     assert cache.hits == len(CHAT_TURNS) - 0  # every later turn recognised (the malformed one too)
     assert [s for s, *_ in fast] == ["untouched", "untouched", "untouched", "repaired", "failed"]
@@ -205,8 +206,8 @@ def test_responses_session_repairs_on_the_fast_path(tmp_path: Path) -> None:
              for k in range(3)]
     bodies = session(body, "input", turns)
     cache = PrefixCache()
-    fast, _ = run(Dialect.RESPONSES, "api.x.ai", bodies, cache, tmp_path)
-    whole, _ = run(Dialect.RESPONSES, "api.x.ai", bodies, None, tmp_path)
+    fast, _ = run(RESPONSES, "api.x.ai", bodies, cache, tmp_path)
+    whole, _ = run(RESPONSES, "api.x.ai", bodies, None, tmp_path)
     assert fast == whole
     assert cache.hits == 3
     assert {s for s, *_ in fast} == {"repaired"}
@@ -220,8 +221,8 @@ def test_edited_history_is_parsed_whole(tmp_path: Path) -> None:
     for edited, hits in ((dict(body, messages=[{"role": "user", "content": "compacted"}, *body["messages"][1:]]), 0),
                          (dict(body, messages=[*body["messages"][:-1], {"role": "user", "content": "compacted"}]), 1)):
         cache = PrefixCache()
-        fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], cache, tmp_path)
-        whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", [first, compact(edited)], None, tmp_path)
+        fast, _ = run(MESSAGES, "api.anthropic.com", [first, compact(edited)], cache, tmp_path)
+        whole, _ = run(MESSAGES, "api.anthropic.com", [first, compact(edited)], None, tmp_path)
         assert fast == whole
         assert (cache.hits, cache.misses) == (hits, 2 - hits)
 
@@ -299,7 +300,7 @@ def test_light_requests_are_appends_of_kept_bodies(tmp_path: Path) -> None:
     settings = engine.Settings()
 
     def req(raw: bytes, encoding: str | None = None) -> engine.Request:
-        return engine.Request(Dialect.CHAT, "api.openai.com", 443, raw, encoding, "f")
+        return engine.Request(CHAT, "api.openai.com", 443, raw, encoding, "f")
 
     assert not engine.light(req(first), settings)  # never seen: parsed whole, may take long
     assert engine.process(req(first), settings).status == "untouched"
@@ -322,7 +323,7 @@ def test_concurrent_turns_of_one_session_answer_as_the_whole_parse(tmp_path: Pat
               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_c{k}",
                                             "content": "x" * 4000}]}] for k in range(12)]
     bodies = session(body, "messages", turns)
-    whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
+    whole, _ = run(MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
     memory = Recall(SqliteStore(tmp_path / "shared.sqlite3"))
     settings = engine.Settings(memory=memory, prefix=PrefixCache(min_size=0))
     errors: list[BaseException] = []
@@ -331,7 +332,7 @@ def test_concurrent_turns_of_one_session_answer_as_the_whole_parse(tmp_path: Pat
     def worker(w: int) -> None:
         try:
             for i, raw in enumerate(bodies):
-                o = engine.process(engine.Request(Dialect.MESSAGES, "api.anthropic.com", 443, raw, None,
+                o = engine.process(engine.Request(MESSAGES, "api.anthropic.com", 443, raw, None,
                                                   f"w{w}-{i}"), settings)
                 got[(w, i)] = (o.status, o.reason, o.body, tuple(o.lines), o.profile, o.model)
         except BaseException as e:  # reported by the assert below
@@ -398,7 +399,7 @@ def _answers_both(dialect: Dialect, host: str, bodies: list[bytes], prep: Any = 
 def test_a_lone_trailing_comma_is_bad_json_not_an_append() -> None:
     first = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}'
     comma = first[:-2] + b",]}"
-    fast, whole = _answers_both(Dialect.CHAT, "api.openai.com", [first, comma])
+    fast, whole = _answers_both(CHAT, "api.openai.com", [first, comma])
     assert fast == whole and fast[1][0] == "failed"
 
 
@@ -416,7 +417,7 @@ def test_a_text_part_of_an_unknown_shape_overrides_a_held_observation() -> None:
         settings.window.observe("other", [Result("X", 0, (Piece("image", url="data:image/png;base64,iVBORw0KGgo="),))])
         settings.window.finish("other")
 
-    fast, whole = _answers_both(Dialect.RESPONSES, "api.openai.com", [body], held)
+    fast, whole = _answers_both(RESPONSES, "api.openai.com", [body], held)
     assert fast == whole and fast[0][-1]["X"][0] == "t0"
 
 
@@ -426,7 +427,7 @@ def test_a_needle_inside_a_payload_of_a_large_body_is_not_an_answer() -> None:
     first = orjson.dumps({"model": "gpt-4.1", "messages": history})
     later = orjson.dumps({"model": "gpt-4.1", "messages": [*history, {"role": "user",
                                                                       "content": "pasted ;base64,tool_calls"}]})
-    fast, whole = _answers_both(Dialect.CHAT, "api.openai.com", [first, later])
+    fast, whole = _answers_both(CHAT, "api.openai.com", [first, later])
     assert fast == whole and fast[1][5] is None  # no candidate: the untouched early return, no model resolved
 
 
@@ -486,7 +487,7 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
 
     body = fixture("claude-code/single_png__turn2.json")
     bodies = claude_code_turns(body, 2)
-    whole, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
+    whole, _ = run(MESSAGES, "api.anthropic.com", bodies, None, tmp_path)
     ran: list[int] = []
     real = pipeline.run
     monkeypatch.setattr(pipeline, "run", lambda items, ctx, repairs, enabled=None: ran.append(len(repairs)) or
@@ -499,7 +500,7 @@ def test_claude_code_turns_with_a_moving_breakpoint_run_no_repair(tmp_path: Path
     real_whole = engine._whole
     monkeypatch.setattr(engine, "_whole", lambda dialect, data: parsed.append(len(data)) or real_whole(dialect, data))
     cache = PrefixCache()
-    fast, _ = run(Dialect.MESSAGES, "api.anthropic.com", bodies, cache, tmp_path)
+    fast, _ = run(MESSAGES, "api.anthropic.com", bodies, cache, tmp_path)
     assert fast == whole and [s for s, *_ in fast] == ["untouched"] * 3
     assert cache.hits == 2 and ran[1:] == [0, 0]  # both later turns: every repair certain, none run
     assert parsed == []  # the item between the verdict and the mark is parsed from its own bytes
@@ -552,7 +553,7 @@ def test_a_first_turn_deferred_for_its_image_leaves_the_next_turns_a_verdict(mon
     monkeypatch.setattr(engine, "_whole", lambda dialect, data: parsed.append(len(data)) or real_whole(dialect, data))
     statuses = []
     for i, raw in enumerate(bodies):
-        req = engine.Request(Dialect.MESSAGES, "api.anthropic.com", 443, raw, None, f"flow{i}")
+        req = engine.Request(MESSAGES, "api.anthropic.com", 443, raw, None, f"flow{i}")
         first = images.deferring(engine.process, req, settings)
         statuses.append(first.status)
         if first.status == "deferred":

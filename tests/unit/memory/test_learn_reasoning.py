@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llmfix.dialects.chat.learn_reasoning import KIND, call_key, context, last_context, text_key
+from llmfix.dialects.messages.learn_thinking import SIGNED, block_key
 from llmfix.memory.learn import StreamLearner, learn_json_response
-from llmfix.memory.learn_anthropic_thinking import SIGNED, block_key
-from llmfix.memory.learn_chat_reasoning import KIND, call_key, context, last_context, text_key
 from llmfix.memory.store import Reasoning, ToolCall
 from tests.upstreams.reasoning_canned import anthropic_sse, chat_sse, with_reasoning
 from tests.upstreams.thinking import Ledger

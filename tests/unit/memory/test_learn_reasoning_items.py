@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from llmfix.memory import learn_responses as lr
+from llmfix.dialects.responses import learn as lr
 from llmfix.memory.learn import StreamLearner, learn_json_response
 from llmfix.memory.store import Reasoning, ToolCall
 from tests.upstreams.reasoned import codex_answer, reasoning_item, responses_sse

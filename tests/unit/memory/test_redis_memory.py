@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.dialects.registry import RESPONSES
 from llmfix.memory.backend import check_location, open_memory
 from llmfix.memory.media_window import MAX_IN_FLIGHT_S
 from llmfix.memory.redis_link import RedisLink, check_url, is_url, redacted
@@ -20,7 +21,6 @@ from llmfix.memory.redis_media import MAX_OBSERVE_BYTES, RedisMediaStore
 from llmfix.memory.redis_store import MAX_REMEMBER_BYTES, RedisCallStore, RedisQuirkStore
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import MemoryStoreError, Quirk, ToolCall
-from llmfix.route import Dialect
 from tests.conftest import fixture_json
 from tests.images import data_url, padded_png
 from tests.redis_server import RedisServer, needs_redis, until
@@ -181,7 +181,7 @@ def test_a_foreign_value_under_our_key_is_ignored(links, server: RedisServer) ->
 
 
 def send(body: dict[str, Any], flow: str, window: RedisMediaStore) -> engine.Outcome:
-    req = engine.Request(Dialect.RESPONSES, "api.openai.com", 443, json.dumps(body).encode(), flow_id=flow)
+    req = engine.Request(RESPONSES, "api.openai.com", 443, json.dumps(body).encode(), flow_id=flow)
     return engine.process(req, engine.Settings(window=window))
 
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.dialects.registry import CHAT
 from llmfix.memory.learn import StreamLearner, calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.memory.store import ToolCall
-from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 from tests.images import png_url
 
@@ -24,7 +24,7 @@ IMG = {"type": "image_url", "image_url": {"url": png_url(0)}}
 
 def run(raw: bytes | dict, host: str = "api.openai.com", memory: Any = None) -> engine.Outcome:
     data = raw if isinstance(raw, bytes) else json.dumps(raw).encode()
-    return engine.process(engine.Request(Dialect.CHAT, host, 443, data), engine.Settings(memory=memory))
+    return engine.process(engine.Request(CHAT, host, 443, data), engine.Settings(memory=memory))
 
 
 @pytest.fixture

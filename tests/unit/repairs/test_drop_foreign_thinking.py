@@ -11,14 +11,14 @@ import pytest
 
 from llmfix import engine
 from llmfix.body.conversation import loads, parse
-from llmfix.memory.learn_anthropic_thinking import FOREIGN, block_key, fact_key, marker_key
+from llmfix.dialects.messages.learn_thinking import FOREIGN, block_key, fact_key, marker_key
+from llmfix.dialects.registry import MESSAGES
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
 from llmfix.memory.store import Reasoning
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import drop_foreign_thinking, settled
 from llmfix.repairs.base import Context
 from llmfix.retry import rejections
-from llmfix.route import Dialect
 from tests.upstreams.reasoning_canned import anthropic_sse, issued_turn
 from tests.upstreams.reasoning_sessions import claude_code, hear, sent
 from tests.upstreams.reasoning_sessions import run as run_engine
@@ -35,7 +35,7 @@ def heard(store: SqliteReasoningStore, sse: str, upstream: str) -> None:
 
 
 def run(body: dict[str, Any] | bytes, store: Any, host: str = "api.anthropic.com") -> engine.Outcome:
-    return run_engine(Dialect.MESSAGES, host, body, store)
+    return run_engine(MESSAGES, host, body, store)
 
 
 class Switched:
@@ -193,17 +193,16 @@ def test_the_change_log_shows_no_thinking_text_or_signature() -> None:
 
 def test_the_certain_check_asks_again_once_the_upstream_rejected_a_block() -> None:
     s = Switched(foreign(Ledger(), signer="kimi"))
-    conv = parse(Dialect.MESSAGES, loads(json.dumps(s.body).encode()))
-    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, Dialect.MESSAGES)
-    ctx = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None,
-                  {"reasoning": s.store, "upstream": ANTHROPIC})
+    conv = parse(MESSAGES, loads(json.dumps(s.body).encode()))
+    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, MESSAGES)
+    ctx = Context(MESSAGES, resolved.profile, MODEL, None, None, reasoning=s.store, upstream=ANTHROPIC)
     repair = drop_foreign_thinking.REPAIR
     state, n = settled.settle([repair], None, conv.items, 0, ctx)
     assert state is not None and n == 1
     teach(s.store, s.body["messages"][1]["content"][0])
     assert settled.settle([repair], state, conv.items, len(conv.items), ctx) == (None, 0)
-    other = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None,
-                    {"reasoning": s.store, "upstream": "gateway.test:443/messages"})
+    other = Context(MESSAGES, resolved.profile, MODEL, None, None, reasoning=s.store,
+                    upstream="gateway.test:443/messages")
     assert settled.settle([repair], state, conv.items, len(conv.items), other)[0] is not None  # not its rejection
 
 
@@ -227,9 +226,9 @@ def test_a_block_taught_again_after_another_still_has_the_older_blocks_judged_ag
     s = Switched(foreign(Ledger(), signer="kimi"))
     z = s.body["messages"][1]["content"][0]
     x = {"type": "thinking", "thinking": "another session's", "signature": "x" * 40}
-    conv = parse(Dialect.MESSAGES, loads(json.dumps(s.body).encode()))
-    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, Dialect.MESSAGES)
-    ctx = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None, {"reasoning": s.store, "upstream": ANTHROPIC})
+    conv = parse(MESSAGES, loads(json.dumps(s.body).encode()))
+    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, MESSAGES)
+    ctx = Context(MESSAGES, resolved.profile, MODEL, None, None, reasoning=s.store, upstream=ANTHROPIC)
     repair = drop_foreign_thinking.REPAIR
     first = rejected(s.store, x)
     state, n = settled.settle([repair], None, conv.items, 0, ctx)
@@ -253,11 +252,11 @@ def test_a_long_session_asks_one_key_and_its_new_blocks_once_a_rejection_is_know
         messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
         for k in range(n):
             messages += [issued_turn(ledger, f"t{k}", text=f"answer {k}"), {"role": "user", "content": f"q{k}"}]
-        return parse(Dialect.MESSAGES, loads(json.dumps({"model": MODEL, "messages": messages}).encode())).items
+        return parse(MESSAGES, loads(json.dumps({"model": MODEL, "messages": messages}).encode())).items
 
     teach(store, {"type": "thinking", "thinking": "elsewhere", "signature": "x"})
-    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, Dialect.MESSAGES)
-    ctx = Context(Dialect.MESSAGES, resolved.profile, MODEL, None, None, {"reasoning": store, "upstream": ANTHROPIC})
+    resolved = ProfileTable().resolve("api.anthropic.com", 443, MODEL, MESSAGES)
+    ctx = Context(MESSAGES, resolved.profile, MODEL, None, None, reasoning=store, upstream=ANTHROPIC)
     repair = drop_foreign_thinking.REPAIR
     first = items(100)
     state, _ = settled.settle([repair], None, first, 0, ctx)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.dialects.registry import MESSAGES
 from llmfix.repairs.fold_system_messages import wrap
-from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 from tests.images import png_b64
 from tests.upstreams.rules import check
@@ -24,7 +24,7 @@ IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/png", 
 
 def run(raw: bytes | dict, host: str = "api.deepseek.com") -> engine.Outcome:
     data = raw if isinstance(raw, bytes) else json.dumps(raw).encode()
-    return engine.process(engine.Request(Dialect.MESSAGES, host, 443, data), engine.Settings())
+    return engine.process(engine.Request(MESSAGES, host, 443, data), engine.Settings())
 
 
 def sent(body: dict[str, Any], host: str = "api.deepseek.com") -> dict[str, Any]:
@@ -250,7 +250,7 @@ def test_prefix_stable_turn_after_turn() -> None:
 
 
 def test_report_mode_leaves_the_body_alone() -> None:
-    out = engine.process(engine.Request(Dialect.MESSAGES, "api.deepseek.com", 443, fixture_bytes(CC)),
+    out = engine.process(engine.Request(MESSAGES, "api.deepseek.com", 443, fixture_bytes(CC)),
                          engine.Settings(mode="report"))
     assert [c.repair for c in out.changes] == ["fold-system-messages"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from llmfix import engine
-from llmfix.route import Dialect
+from llmfix.dialects.registry import RESPONSES
 from tests.conftest import fixture_bytes, fixture_json
 from tests.images import png_url
 
@@ -19,7 +19,7 @@ PNG_C = png_url(3)
 
 def run(body: dict[str, Any] | bytes, host: str = "api.x.ai") -> engine.Outcome:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return engine.process(engine.Request(Dialect.RESPONSES, host, 443, raw), engine.Settings())
+    return engine.process(engine.Request(RESPONSES, host, 443, raw), engine.Settings())
 
 
 def out_body(outcome: engine.Outcome) -> dict[str, Any]:

@@ -7,8 +7,9 @@ from typing import Any
 
 from llmfix import engine
 from llmfix.body.media import digest
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.profiles import parse_table
-from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 from tests.images import png_b64
 from tests.property import promises
@@ -32,7 +33,7 @@ def media_parts(body: Any) -> list[dict[str, Any]]:
 def test_opencode_deepseek_capture_gets_a_placeholder_where_the_image_was() -> None:
     sent = fixture_json(DEEPSEEK)
     assert rules.check("deepseek", "/v1/chat/completions", sent) is not None  # the 400 this repair exists for
-    outcome = run(Dialect.CHAT, "api.deepseek.com", fixture_bytes(DEEPSEEK))
+    outcome = run(CHAT, "api.deepseek.com", fixture_bytes(DEEPSEEK))
     got = json.loads(outcome.body)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
     assert not media_parts(got)
@@ -49,8 +50,8 @@ def test_opencode_deepseek_capture_gets_a_placeholder_where_the_image_was() -> N
 
 
 def test_is_idempotent_on_the_deepseek_capture() -> None:
-    once = run(Dialect.CHAT, "api.deepseek.com", fixture_bytes(DEEPSEEK))
-    assert run(Dialect.CHAT, "api.deepseek.com", once.body).status == "untouched"
+    once = run(CHAT, "api.deepseek.com", fixture_bytes(DEEPSEEK))
+    assert run(CHAT, "api.deepseek.com", once.body).status == "untouched"
 
 
 def test_a_vision_model_keeps_its_user_images() -> None:
@@ -58,7 +59,7 @@ def test_a_vision_model_keeps_its_user_images() -> None:
     for model in ("mock-vision", "gpt-4.1", "grok-4.3"):
         body["model"] = model
         for host in ("api.openai.com", "api.x.ai", "llm.example"):
-            assert run(Dialect.CHAT, host, body).status == "untouched", (model, host)
+            assert run(CHAT, host, body).status == "untouched", (model, host)
 
 
 def user_chat(model: str, *parts: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def user_chat(model: str, *parts: dict[str, Any]) -> dict[str, Any]:
 
 def test_text_only_by_catalogue_drops_user_images_and_files() -> None:
     pdf = {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0x", "filename": "r.pdf"}}
-    outcome = run(Dialect.CHAT, "api.x.ai", user_chat("grok-code-fast-1", {"type": "image_url",
+    outcome = run(CHAT, "api.x.ai", user_chat("grok-code-fast-1", {"type": "image_url",
                                                                            "image_url": {"url": IMAGE_URL}}, pdf))
     got = json.loads(outcome.body)
     assert [p["text"] for p in got["messages"][0]["content"]] == [
@@ -78,13 +79,13 @@ def test_text_only_by_catalogue_drops_user_images_and_files() -> None:
 
 def test_a_model_the_catalogue_does_not_know_keeps_its_images() -> None:
     body = user_chat("my-local-model", {"type": "image_url", "image_url": {"url": IMAGE_URL}})
-    assert run(Dialect.CHAT, "llm.example", body).status == "untouched"
+    assert run(CHAT, "llm.example", body).status == "untouched"
 
 
 def test_a_profiles_file_input_text_makes_a_model_text_only() -> None:
     table = parse_table({"models": {"my-local-*": {"input": ["text"]}}})
     body = user_chat("my-local-model", {"type": "image_url", "image_url": {"url": IMAGE_URL}})
-    got = json.loads(run(Dialect.CHAT, "llm.example", body, table).body)
+    got = json.loads(run(CHAT, "llm.example", body, table).body)
     assert not media_parts(got)
     assert "[image omitted: model my-local-model does not take image input]" in json.dumps(got)
 
@@ -92,12 +93,12 @@ def test_a_profiles_file_input_text_makes_a_model_text_only() -> None:
 def test_a_profiles_file_input_with_image_keeps_images_on_deepseek() -> None:
     table = parse_table({"models": {"deepseek-vision-*": {"input": ["text", "image", "pdf"]}}})
     body = user_chat("deepseek-vision-1", {"type": "image_url", "image_url": {"url": IMAGE_URL}})
-    assert run(Dialect.CHAT, "api.deepseek.com", body, table).status == "untouched"
+    assert run(CHAT, "api.deepseek.com", body, table).status == "untouched"
 
 
 def test_audio_is_omitted_for_a_model_without_audio_input() -> None:
     body = user_chat("deepseek-chat", {"type": "input_audio", "input_audio": {"data": PAYLOAD, "format": "wav"}})
-    got = json.loads(run(Dialect.CHAT, "api.deepseek.com", body).body)
+    got = json.loads(run(CHAT, "api.deepseek.com", body).body)
     assert not media_parts(got) and "[audio omitted: model deepseek-chat" in json.dumps(got)
     assert rules.check("deepseek", "/v1/chat/completions", got) is None
 
@@ -112,7 +113,7 @@ def test_responses_user_image_file_and_tool_output_array_are_all_omitted() -> No
         {"type": "function_call_output", "call_id": "c1",
          "output": [{"type": "input_text", "text": "a.png"},
                     {"type": "input_image", "image_url": IMAGE_URL, "detail": "auto"}]}]}
-    outcome = run(Dialect.RESPONSES, "api.openai.com", body)  # openai takes array outputs: nothing hoists
+    outcome = run(RESPONSES, "api.openai.com", body)  # openai takes array outputs: nothing hoists
     got = json.loads(outcome.body)
     assert not media_parts(got)
     assert got["input"][2]["output"][0] == {"type": "input_text", "text": "a.png"}
@@ -129,7 +130,7 @@ def test_anthropic_image_and_document_blocks_in_messages_and_tool_results() -> N
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
                                       "content": [{"type": "text", "text": "a.png"}, image]}]}]}
-    outcome = run(Dialect.MESSAGES, "api.deepseek.com", body)
+    outcome = run(MESSAGES, "api.deepseek.com", body)
     got = json.loads(outcome.body)
     kinds = [b["type"] for b in got["messages"][0]["content"]]
     assert kinds == ["text", "text", "text", "document"]  # the plain-text document is text input: kept
@@ -141,10 +142,10 @@ def test_anthropic_image_and_document_blocks_in_messages_and_tool_results() -> N
 
 def test_a_claude_model_keeps_its_anthropic_images() -> None:
     raw = fixture_bytes("claude-code/single_png__turn2.json")
-    assert run(Dialect.MESSAGES, "api.anthropic.com", raw).status == "untouched"
+    assert run(MESSAGES, "api.anthropic.com", raw).status == "untouched"
 
 
 def test_can_be_disabled() -> None:
     settings = engine.Settings(enabled=frozenset({"hoist-tool-media"}))
-    outcome = engine.process(engine.Request(Dialect.CHAT, "api.deepseek.com", 443, fixture_bytes(DEEPSEEK)), settings)
+    outcome = engine.process(engine.Request(CHAT, "api.deepseek.com", 443, fixture_bytes(DEEPSEEK)), settings)
     assert outcome.status == "untouched"

@@ -13,7 +13,8 @@ import pytest
 
 from llmfix import engine
 from llmfix.body.conversation import loads, parse
-from llmfix.memory import learn_responses as lr
+from llmfix.dialects.registry import RESPONSES
+from llmfix.dialects.responses import learn as lr
 from llmfix.memory.learn import StreamLearner
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
 from llmfix.memory.store import Reasoning
@@ -22,7 +23,6 @@ from llmfix.repairs import drop_unverifiable_reasoning, pair_reasoning_items, pi
 from llmfix.repairs.base import Context
 from llmfix.retry import decide, rejections
 from llmfix.retry.learned import LearnedQuirks
-from llmfix.route import Dialect
 from tests.upstreams import codex_ws
 from tests.upstreams.reasoned import codex_answer, codex_turn2, reasoning_item, responses_sse
 from tests.upstreams.reasoning_items_rules import Ledger, Organization
@@ -44,7 +44,7 @@ def learned_store(*answers: dict[str, Any]) -> SqliteReasoningStore:
 
 def run(body: dict[str, Any], store: Any, *, prefix: bool = True) -> engine.Outcome:
     settings = engine.Settings(reasoning=store, prefix=engine.PrefixCache() if prefix else None)
-    return engine.process(engine.Request(Dialect.RESPONSES, HOST, 443, json.dumps(body).encode()), settings)
+    return engine.process(engine.Request(RESPONSES, HOST, 443, json.dumps(body).encode()), settings)
 
 
 def sent(body: dict[str, Any], outcome: engine.Outcome) -> dict[str, Any]:
@@ -138,7 +138,7 @@ def rejected(found_text: str, status: int = 400) -> rejections.Match:
 async def resend(body: dict[str, Any], found: rejections.Match, store: Any) -> decide.Decision:
     raw = json.dumps(body).encode()
     settings = engine.Settings(quirks=LearnedQuirks(None, 3600), reasoning=store)
-    return await decide.decide(found, 400, engine.Request(Dialect.RESPONSES, HOST, 443, raw), raw, settings)
+    return await decide.decide(found, 400, engine.Request(RESPONSES, HOST, 443, raw), raw, settings)
 
 
 async def test_the_rejection_naming_both_ids_is_enough_without_memory(turn1: dict[str, Any], ledger: Ledger) -> None:
@@ -220,13 +220,13 @@ def test_changes_and_fast_path_agree_turn_after_turn(turn1: dict[str, Any]) -> N
 
 
 def engine_context(store: Any) -> Context:
-    resolved = ProfileTable().resolve(HOST, 443, "gpt-5.5", Dialect.RESPONSES)
-    return Context(Dialect.RESPONSES, resolved.profile, "gpt-5.5", resolved.modalities, None,
-                   {"reasoning": store, "upstream": UP, "server_state": False})
+    resolved = ProfileTable().resolve(HOST, 443, "gpt-5.5", RESPONSES)
+    return Context(RESPONSES, resolved.profile, "gpt-5.5", resolved.modalities, None, reasoning=store, upstream=UP,
+                   server_state=False)
 
 
 def parse_items(body: dict[str, Any]) -> list[Any]:
-    conv = parse(Dialect.RESPONSES, loads(json.dumps(body).encode()))
+    conv = parse(RESPONSES, loads(json.dumps(body).encode()))
     assert conv is not None
     return conv.items
 

@@ -11,14 +11,14 @@ import pytest
 
 from llmfix import engine
 from llmfix.body.prefix import PrefixCache
+from llmfix.dialects.chat.learn_reasoning import KIND, call_key, context, text_key
+from llmfix.dialects.registry import CHAT
 from llmfix.memory.learn import StreamLearner
-from llmfix.memory.learn_chat_reasoning import KIND, call_key, context, text_key
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
 from llmfix.memory.store import Reasoning
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import restore_reasoning_content, settled
 from llmfix.repairs.base import Context
-from llmfix.route import Dialect
 from tests.upstreams.captures import capture_bytes
 from tests.upstreams.reasoning_canned import chat_sse, with_reasoning
 from tests.upstreams.reasoning_sessions import DROID_SSE, THOUGHT, Session, droid, hear, opencode, sent
@@ -38,7 +38,7 @@ def learned(session: Session, upstream: str = UP) -> SqliteReasoningStore:
 
 
 def run(body: dict[str, Any] | bytes, store: Any, host: str = "api.deepseek.com") -> engine.Outcome:
-    return run_engine(Dialect.CHAT, host, body, store)
+    return run_engine(CHAT, host, body, store)
 
 
 @pytest.mark.parametrize("version", ["0.215.0", "0.225.2"])
@@ -143,10 +143,10 @@ def test_the_certain_check_asks_again_when_memory_learns_later() -> None:
     body = {"model": "deepseek-v4-flash", "messages": [msg("user", "read it"), msg("assistant", None, ("call_9",)),
                                                        msg("tool", "x") | {"tool_call_id": "call_9"}]}
     from llmfix.body.conversation import loads, parse
-    conv = parse(Dialect.CHAT, loads(json.dumps(body).encode()))
+    conv = parse(CHAT, loads(json.dumps(body).encode()))
     store = SqliteReasoningStore(":memory:")
-    resolved = ProfileTable().resolve("api.deepseek.com", 443, "deepseek-v4-flash", Dialect.CHAT)
-    ctx = Context(Dialect.CHAT, resolved.profile, "deepseek-v4-flash", None, None, {"reasoning": store, "upstream": UP})
+    resolved = ProfileTable().resolve("api.deepseek.com", 443, "deepseek-v4-flash", CHAT)
+    ctx = Context(CHAT, resolved.profile, "deepseek-v4-flash", None, None, reasoning=store, upstream=UP)
     repair = restore_reasoning_content.REPAIR
     state, n = settled.settle([repair], None, conv.items, 0, ctx)
     assert state is not None and n == 1  # nothing known: certain
@@ -179,7 +179,7 @@ def test_the_fast_path_gives_back_a_record_that_landed_late_whenever_it_lands(mo
 
     def both() -> tuple[engine.Outcome, engine.Outcome]:
         raw = json.dumps({"model": "deepseek-v4-flash", "messages": messages}).encode()
-        return tuple(engine.process(engine.Request(Dialect.CHAT, "api.deepseek.com", 443, raw), s)
+        return tuple(engine.process(engine.Request(CHAT, "api.deepseek.com", 443, raw), s)
                      for s in (fast, whole))  # type: ignore[return-value]
 
     assert [o.status for o in both()] == ["untouched", "untouched"]  # no record yet: settled
@@ -204,14 +204,13 @@ def test_every_message_that_needs_its_reasoning_is_asked_about_on_every_turn_in_
         messages = [msg("user", "go")]
         for k in range(n):
             messages += [msg("assistant", None, (f"call_{k}",)), msg("tool", "x") | {"tool_call_id": f"call_{k}"}]
-        conv = parse(Dialect.CHAT, loads(json.dumps({"model": "deepseek-v4-flash", "messages": messages}).encode()))
+        conv = parse(CHAT, loads(json.dumps({"model": "deepseek-v4-flash", "messages": messages}).encode()))
         return conv.items
 
     store = Counting(":memory:")
     queries: list[int] = []
-    resolved = ProfileTable().resolve("api.deepseek.com", 443, "deepseek-v4-flash", Dialect.CHAT)
-    ctx = Context(Dialect.CHAT, resolved.profile, "deepseek-v4-flash", None, None,
-                  {"reasoning": store, "upstream": UP})
+    resolved = ProfileTable().resolve("api.deepseek.com", 443, "deepseek-v4-flash", CHAT)
+    ctx = Context(CHAT, resolved.profile, "deepseek-v4-flash", None, None, reasoning=store, upstream=UP)
     repair = restore_reasoning_content.REPAIR
     original = store.recall
     store.recall = lambda kind, keys: (queries.append(1), original(kind, keys))[1]  # type: ignore[method-assign]

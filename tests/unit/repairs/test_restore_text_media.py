@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from llmfix import engine
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.profiles import parse_table
-from llmfix.route import Dialect
 from tests.conftest import fixture_bytes, fixture_json
 from tests.images import png_b64
 from tests.upstreams import rules
@@ -39,7 +40,7 @@ def client_images() -> list[str]:
 
 
 def test_xai_vision_model_gets_each_image_once_after_the_run_with_the_text_kept() -> None:
-    outcome = run(Dialect.CHAT, "api.x.ai", with_model(XAI, "grok-4.3"))
+    outcome = run(CHAT, "api.x.ai", with_model(XAI, "grok-4.3"))
     got = json.loads(outcome.body)["messages"]
     assert [m["role"] for m in got[3:]] == ["tool", "tool", "user"]
     for m in got[3:5]:
@@ -57,7 +58,7 @@ def test_xai_vision_model_gets_each_image_once_after_the_run_with_the_text_kept(
 
 
 def test_xai_text_only_model_gets_placeholders_and_dropped_records() -> None:
-    outcome = run(Dialect.CHAT, "api.x.ai", fixture_bytes(XAI))  # model grok-4: text-only per models.dev
+    outcome = run(CHAT, "api.x.ai", fixture_bytes(XAI))  # model grok-4: text-only per models.dev
     body = outcome.body.decode()
     assert not any(b64 in body for b64 in client_images())
     got = json.loads(body)["messages"]
@@ -71,12 +72,12 @@ def test_xai_text_only_model_gets_placeholders_and_dropped_records() -> None:
 
 
 def test_the_repaired_request_is_left_alone_the_second_time() -> None:
-    once = run(Dialect.CHAT, "api.x.ai", with_model(XAI, "grok-4.3"))
-    assert run(Dialect.CHAT, "api.x.ai", once.body).status == "untouched"
+    once = run(CHAT, "api.x.ai", with_model(XAI, "grok-4.3"))
+    assert run(CHAT, "api.x.ai", once.body).status == "untouched"
 
 
 def test_change_records_carry_no_base64() -> None:
-    outcome = run(Dialect.CHAT, "api.x.ai", with_model(XAI, "grok-4.3"))
+    outcome = run(CHAT, "api.x.ai", with_model(XAI, "grok-4.3"))
     logged = json.dumps([*outcome.lines, *outcome.records])
     assert "iVBOR" not in logged and "sha256:" in logged
 
@@ -90,12 +91,12 @@ def chat(content: Any, model: str = "grok-4.3") -> dict[str, Any]:
 
 
 def test_a_text_part_holding_the_array_is_restored_too() -> None:
-    got = json.loads(run(Dialect.CHAT, "api.x.ai", chat([{"type": "text", "text": SERIALIZED}])).body)
+    got = json.loads(run(CHAT, "api.x.ai", chat([{"type": "text", "text": SERIALIZED}])).body)
     assert got["messages"][-1]["content"][1]["image_url"]["url"] == f"data:image/png;base64,{PNG}"
 
 
 def test_a_whole_data_url_is_restored() -> None:
-    got = json.loads(run(Dialect.CHAT, "api.x.ai", chat(f"data:image/png;base64,{PNG}")).body)
+    got = json.loads(run(CHAT, "api.x.ai", chat(f"data:image/png;base64,{PNG}")).body)
     assert got["messages"][2]["content"] == [{"type": "text", "text": "[1 image from this tool result attached in the "
                                                                       "next user message]"}]
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
@@ -107,7 +108,7 @@ def test_responses_openai_gets_input_image_parts_in_the_output() -> None:
         {"role": "user", "content": "look"},
         {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": SERIALIZED}]}
-    got = json.loads(run(Dialect.RESPONSES, "api.openai.com", body).body)
+    got = json.loads(run(RESPONSES, "api.openai.com", body).body)
     assert got["input"][2]["output"] == [
         {"type": "input_text", "text": "Image read successfully"},
         {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"}]
@@ -119,7 +120,7 @@ def test_responses_xai_gets_them_hoisted_into_one_user_message() -> None:
         {"role": "user", "content": "look"},
         {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": SERIALIZED}]}
-    got = json.loads(run(Dialect.RESPONSES, "api.x.ai", body).body)
+    got = json.loads(run(RESPONSES, "api.x.ai", body).body)
     assert got["input"][2]["output"] == "Image read successfully"
     assert got["input"][3]["role"] == "user" and got["input"][3]["content"][1]["type"] == "input_image"
     assert rules.check("xai", "/v1/responses", got) is None
@@ -130,7 +131,7 @@ def test_anthropic_tool_result_gets_a_base64_image_block() -> None:
         {"role": "user", "content": "look"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": SERIALIZED}]}]}
-    got = json.loads(run(Dialect.MESSAGES, "api.anthropic.com", body).body)
+    got = json.loads(run(MESSAGES, "api.anthropic.com", body).body)
     assert got["messages"][2]["content"][0]["content"] == [
         {"type": "text", "text": "Image read successfully"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]
@@ -147,15 +148,15 @@ ICON_CONFIG = json.dumps({"name": "app", "icon": f"data:image/png;base64,{PNG}"}
     SERIALIZED + " ",
 ], ids=["b64-file", "json-config-icon", "log-with-data-url", "plain", "array-plus-space"])
 @pytest.mark.parametrize(("dialect", "host", "model"), [
-    (Dialect.CHAT, "api.x.ai", "grok-4.3"), (Dialect.CHAT, "api.openai.com", "gpt-4.1"),
-    (Dialect.CHAT, "api.deepseek.com", "deepseek-chat"), (Dialect.CHAT, "llm.example", "mock"),
-    (Dialect.RESPONSES, "api.openai.com", "gpt-4.1"), (Dialect.RESPONSES, "api.x.ai", "grok-4.3"),
-    (Dialect.MESSAGES, "api.anthropic.com", "claude-sonnet-4-5"),
+    (CHAT, "api.x.ai", "grok-4.3"), (CHAT, "api.openai.com", "gpt-4.1"),
+    (CHAT, "api.deepseek.com", "deepseek-chat"), (CHAT, "llm.example", "mock"),
+    (RESPONSES, "api.openai.com", "gpt-4.1"), (RESPONSES, "api.x.ai", "grok-4.3"),
+    (MESSAGES, "api.anthropic.com", "claude-sonnet-4-5"),
 ])
 def test_base64_inside_other_text_leaves_byte_identical(content: str, dialect: Dialect, host: str, model: str) -> None:
-    if dialect is Dialect.CHAT:
+    if dialect is CHAT:
         body = chat(content, model)
-    elif dialect is Dialect.RESPONSES:
+    elif dialect is RESPONSES:
         body = {"model": model, "input": [
             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "c1", "output": content}]}
@@ -168,13 +169,13 @@ def test_base64_inside_other_text_leaves_byte_identical(content: str, dialect: D
 
 def test_opencode_chat_capture_to_openai_is_untouched() -> None:
     raw = fixture_bytes("opencode/chat__mock-vision__two_png__turn2.json")
-    assert run(Dialect.CHAT, "api.openai.com", raw).status == "untouched"
+    assert run(CHAT, "api.openai.com", raw).status == "untouched"
 
 
 def test_disabled_it_does_nothing() -> None:
     settings = engine.Settings(enabled=frozenset({"hoist-tool-media"}))
     raw = with_model(XAI, "grok-4.3")
-    assert engine.process(engine.Request(Dialect.CHAT, "api.x.ai", 443, raw), settings).status == "untouched"
+    assert engine.process(engine.Request(CHAT, "api.x.ai", 443, raw), settings).status == "untouched"
 
 
 def test_an_anthropic_upstream_without_tool_result_media_is_left_alone() -> None:
@@ -184,6 +185,6 @@ def test_an_anthropic_upstream_without_tool_result_media_is_left_alone() -> None
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": SERIALIZED}]}]}
     raw = json.dumps(body).encode()
-    outcome = engine.process(engine.Request(Dialect.MESSAGES, "anthropic.compat.example", 443, raw),
+    outcome = engine.process(engine.Request(MESSAGES, "anthropic.compat.example", 443, raw),
                              engine.Settings(table=table))
     assert outcome.status == "untouched"

@@ -11,8 +11,9 @@ from typing import Any
 from PIL import Image
 
 from llmfix import engine
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
 from llmfix.memory.media_window import MediaWindow
-from llmfix.route import Dialect
 from tests.conftest import fixture_json
 from tests.images import b64, image_bytes
 
@@ -29,7 +30,7 @@ class Clock:
         return self.t
 
 
-def send(body: dict[str, Any], flow: str, window: MediaWindow, dialect: Dialect = Dialect.RESPONSES,
+def send(body: dict[str, Any], flow: str, window: MediaWindow, dialect: Dialect = RESPONSES,
          host: str = "api.openai.com") -> engine.Outcome:
     req = engine.Request(dialect, host, 443, json.dumps(body).encode(), flow_id=flow)
     return engine.process(req, engine.Settings(window=window))
@@ -106,7 +107,7 @@ def test_chat_gateway_leg_gets_the_image_and_it_lands_after_the_tool_run() -> No
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": CALL, "type": "function", "function": {"name": "view_image", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": CALL, "content": ""}]}
-    result = send(chat, "gateway", w, Dialect.CHAT)
+    result = send(chat, "gateway", w, CHAT)
     got = json.loads(result.body)["messages"]
     assert [m["role"] for m in got] == ["user", "assistant", "tool", "user"]
     assert got[3]["content"][1] == {"type": "image_url", "image_url": {"url": IMAGE["image_url"]}}
@@ -116,10 +117,10 @@ def test_chat_gateway_leg_gets_the_image_and_it_lands_after_the_tool_run() -> No
 def test_anthropic_tool_result_gets_its_image_block_back() -> None:
     w = MediaWindow(0.0)
     client = fixture_json("pi-ai/anthropic_messages.json")
-    send(client, "client", w, Dialect.MESSAGES, "api.anthropic.com")
+    send(client, "client", w, MESSAGES, "api.anthropic.com")
     lost = copy.deepcopy(client)
     lost["messages"][2]["content"][0]["content"] = [lost["messages"][2]["content"][0]["content"][0]]
-    got = json.loads(send(lost, "gateway", w, Dialect.MESSAGES, "api.anthropic.com").body)
+    got = json.loads(send(lost, "gateway", w, MESSAGES, "api.anthropic.com").body)
     assert got["messages"][2] == client["messages"][2]
     assert got["messages"][2]["content"][0]["content"][1]["source"]["type"] == "base64"
 
@@ -130,7 +131,7 @@ def test_responses_client_to_anthropic_upstream_converts_the_image() -> None:
     msgs = {"model": "claude-x", "max_tokens": 10, "messages": [
         {"role": "assistant", "content": [{"type": "tool_use", "id": CALL, "name": "view_image", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": CALL, "content": ""}]}]}
-    got = json.loads(send(msgs, "gateway", w, Dialect.MESSAGES, "api.anthropic.com").body)
+    got = json.loads(send(msgs, "gateway", w, MESSAGES, "api.anthropic.com").body)
     block = got["messages"][1]["content"][0]["content"][0]
     assert block["type"] == "image" and block["source"]["media_type"] == "image/png"
     assert IMAGE["image_url"].endswith(block["source"]["data"])
@@ -148,10 +149,10 @@ def test_an_image_put_back_is_fitted_in_the_same_request() -> None:
         {"role": "assistant", "content": [{"type": "tool_use", "id": CALL, "name": "view_image", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": CALL, "content": ""}]}]}
     assert b'"image"' not in json.dumps(msgs).encode()  # fit-images' needle for Messages
-    result = send(msgs, "gateway", w, Dialect.MESSAGES, "api.anthropic.com")
+    result = send(msgs, "gateway", w, MESSAGES, "api.anthropic.com")
     assert [c.repair for c in result.changes] == ["restore-tool-media", "fit-images"]
     block = json.loads(result.body)["messages"][1]["content"][0]["content"][0]
     with Image.open(io.BytesIO(base64.b64decode(block["source"]["data"]))) as im:
         assert im.size == (8000, 2)
-    again = send(json.loads(result.body), "gateway-again", w, Dialect.MESSAGES, "api.anthropic.com")
+    again = send(json.loads(result.body), "gateway-again", w, MESSAGES, "api.anthropic.com")
     assert again.status == "untouched"

@@ -120,8 +120,8 @@ async def test_the_decision_runs_the_engine_as_the_request_did_so_an_image_to_co
     """On the event loop, a body holding an image the engine must convert is deferred to a worker thread
     (LLMFix.run); the retry's decision runs its trial repairs the same way, so a flag still proves useful."""
     from llmfix import engine
+    from llmfix.dialects.registry import RESPONSES
     from llmfix.retry import decide, rejections
-    from llmfix.route import Dialect
     from tests.images import data_url
 
     fix, _retry, _ = addons
@@ -133,7 +133,7 @@ async def test_the_decision_runs_the_engine_as_the_request_did_so_an_image_to_co
     raw = json.dumps(body).encode()
     found = rejections.match("responses", 422, REJECTION)
     assert found is not None
-    d = await decide.decide(found, 422, engine.Request(Dialect.RESPONSES, "gw.test", 443, raw), raw, fix.settings,
+    d = await decide.decide(found, 422, engine.Request(RESPONSES, "gw.test", 443, raw), raw, fix.settings,
                             fix.run)
     assert d.outcome is not None, d.why
     assert ("responses_tool_output_array", False) in d.useful

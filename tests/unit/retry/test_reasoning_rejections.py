@@ -8,11 +8,12 @@ import json
 import pytest
 
 from llmfix import engine
-from llmfix.memory.learn_anthropic_thinking import FOREIGN, block_key, fact_key, marker_key
+from llmfix.dialects.messages import rejections as messages_rejections
+from llmfix.dialects.messages.learn_thinking import FOREIGN, block_key, fact_key, marker_key
+from llmfix.dialects.registry import CHAT, MESSAGES
 from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
 from llmfix.retry import decide, rejections
 from llmfix.retry.learned import LearnedQuirks
-from llmfix.route import Dialect
 from tests.unit.repairs.test_drop_foreign_thinking import Switched, foreign
 from tests.unit.repairs.test_restore_reasoning_content import learned
 from tests.unit.retry.test_rejections import anthropic_shape, deepseek_shape
@@ -45,7 +46,7 @@ def test_thinking_mode_texts_teach_the_reasoning_flag(body: bytes) -> None:
 def test_signature_texts_teach_facts(message: str) -> None:
     found = rejections.match("messages", 400, anthropic_shape(message))
     assert found is not None and found.rule.name == "messages-thinking-signature" and found.flags == ()
-    assert found.rule.facts is rejections.foreign_thinking
+    assert found.rule.facts is messages_rejections.foreign_thinking
     assert rejections.match("messages", 400, anthropic_shape("messages.7.content.0: Invalid `signature`")) is None
 
 
@@ -56,14 +57,14 @@ def test_the_facts_name_the_block_of_an_older_turn_and_nothing_else() -> None:
     assert rule is not None
     up = "api.anthropic.com:443/messages"
     key = block_key(s.body["messages"][1]["content"][0]) or ""
-    facts = rejections.foreign_thinking(rule, s.body, up)
+    facts = messages_rejections.foreign_thinking(rule, s.body, up)
     assert [(r.kind, r.key, r.upstream) for r in facts] == [(FOREIGN, fact_key(key, up), up),
                                                            (FOREIGN, marker_key(up), up)]
     for text in ("messages.3.content.0: Invalid `signature` in `thinking` block",  # the latest: never changed
                  "messages.1.content.1: Invalid `signature` in `thinking` block",  # a tool_use
                  "messages.9.content.0: Invalid `signature` in `thinking` block"):  # not there
         found = rejections.Match(rule.rule, text)
-        assert rejections.foreign_thinking(found, s.body, up) == []
+        assert messages_rejections.foreign_thinking(found, s.body, up) == []
 
 
 def settings(store: SqliteReasoningStore) -> engine.Settings:
@@ -74,7 +75,7 @@ async def test_a_gateway_in_front_of_deepseek_learns_the_flag_and_resends_with_t
     session = droid()
     store = learned(session, "deepseek.gateway.test:443/chat")
     raw = json.dumps(session.turn2).encode()
-    req = engine.Request(Dialect.CHAT, "deepseek.gateway.test", 443, raw)
+    req = engine.Request(CHAT, "deepseek.gateway.test", 443, raw)
     assert engine.process(req, settings(store)).status == "untouched"  # no profile: nothing up front
     found = rejections.match("chat", 400, deepseek_shape(DEEPSEEK_TEXT))
     assert found is not None
@@ -86,7 +87,7 @@ async def test_a_gateway_in_front_of_deepseek_learns_the_flag_and_resends_with_t
 async def test_a_signature_rejection_is_resent_without_the_block_and_the_next_request_is_repaired_up_front() -> None:
     s = Switched(foreign(Ledger(), signer="kimi"))
     raw = json.dumps(s.body).encode()
-    req = engine.Request(Dialect.MESSAGES, "api.anthropic.com", 443, raw)
+    req = engine.Request(MESSAGES, "api.anthropic.com", 443, raw)
     assert engine.process(req, settings(s.store)).status == "untouched"  # its form is fine, nothing known
     rejection = s.check(s.body)
     assert rejection is not None

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from llmfix.body.conversation import BadBody, parse, serialize, to_body
-from llmfix.route import Dialect
-from llmfix.wire import responses as rs
+from llmfix.dialects.base import Dialect
+from llmfix.dialects.registry import CHAT, MESSAGES, RESPONSES
+from llmfix.dialects.responses import wire as rs
 from llmfix.wire.base import evolve
 from tests.conftest import FIXTURES, fixture_json
 
@@ -18,11 +19,11 @@ CAPTURES = sorted(FIXTURES.rglob("*.json"))
 
 def dialect_of(body: dict) -> Dialect:
     if "input" in body:
-        return Dialect.RESPONSES
+        return RESPONSES
     first_tool = any(isinstance(m.get("content"), list) and any(
         isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result") for b in m["content"])
         for m in body["messages"])
-    return Dialect.MESSAGES if "max_tokens" in body and (first_tool or "system" in body) else Dialect.CHAT
+    return MESSAGES if "max_tokens" in body and (first_tool or "system" in body) else CHAT
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -36,7 +37,7 @@ def test_every_capture_round_trips_to_the_same_value(path) -> None:
 
 def test_an_edited_item_keeps_its_keys_and_unknown_fields_and_untouched_items_stay_verbatim() -> None:
     body = fixture_json("codex/turn2_request.json")
-    conv = parse(Dialect.RESPONSES, body)
+    conv = parse(RESPONSES, body)
     out = conv.items[-1]
     assert isinstance(out, rs.ToolOutput)
     edited = conv.with_items([*conv.items[:-1], evolve(out, output="text")])
@@ -49,7 +50,7 @@ def test_an_edited_item_keeps_its_keys_and_unknown_fields_and_untouched_items_st
 
 def test_a_part_moved_into_a_new_message_is_emitted_verbatim() -> None:
     body = fixture_json("pi-ai/xai_responses.json")
-    conv = parse(Dialect.RESPONSES, body)
+    conv = parse(RESPONSES, body)
     image = conv.items[3].output[1]
     moved = rs.Message(type="message", role="user", content=[image])
     got = to_body(conv.with_items([*conv.items, moved]), conv)
@@ -63,20 +64,20 @@ def test_unknown_item_and_part_types_are_kept() -> None:
         {"type": "message", "role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]},
         {"type": "web_search_call", "id": "ws_1", "status": "completed"},
     ], "model": "m"}
-    conv = parse(Dialect.RESPONSES, body)
+    conv = parse(RESPONSES, body)
     assert to_body(conv) == body
 
 
 @pytest.mark.parametrize(
     ("dialect", "body", "reason"),
     [
-        (Dialect.CHAT, [], "not an object"),
-        (Dialect.CHAT, {"model": "m"}, "no 'messages' field"),
-        (Dialect.CHAT, {"messages": {"role": "user"}}, "not an array"),
-        (Dialect.CHAT, {"messages": [{"content": "hi"}]}, r"messages\[0\].role"),
-        (Dialect.CHAT, {"messages": [{"role": "tool", "content": 7}]}, r"messages\[0\].content"),
-        (Dialect.RESPONSES, {"input": [{"type": "function_call_output", "call_id": "c"}]}, r"input\[0\].output"),
-        (Dialect.MESSAGES, {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, "tool_use_id"),
+        (CHAT, [], "not an object"),
+        (CHAT, {"model": "m"}, "no 'messages' field"),
+        (CHAT, {"messages": {"role": "user"}}, "not an array"),
+        (CHAT, {"messages": [{"content": "hi"}]}, r"messages\[0\].role"),
+        (CHAT, {"messages": [{"role": "tool", "content": 7}]}, r"messages\[0\].content"),
+        (RESPONSES, {"input": [{"type": "function_call_output", "call_id": "c"}]}, r"input\[0\].output"),
+        (MESSAGES, {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, "tool_use_id"),
     ],
 )
 def test_wrong_shapes_are_reported_with_their_location(dialect, body, reason) -> None:
@@ -85,4 +86,4 @@ def test_wrong_shapes_are_reported_with_their_location(dialect, body, reason) ->
 
 
 def test_string_input_has_nothing_to_repair() -> None:
-    assert parse(Dialect.RESPONSES, {"input": "hello", "model": "m"}) is None
+    assert parse(RESPONSES, {"input": "hello", "model": "m"}) is None

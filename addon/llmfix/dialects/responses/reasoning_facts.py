@@ -1,7 +1,7 @@
 """What a Responses rejection about reasoning items teaches about the body llmfix sent (``Rule.facts``).
 
 Each function reads the rejection's text again (the rule's pattern names the ids) and the body as sent, and
-returns :class:`~llmfix.memory.store.Reasoning` records (kinds in ``memory/learn_responses.py``) for the
+returns :class:`~llmfix.memory.store.Reasoning` records (kinds in ``dialects/responses/learn.py``) for the
 repairs to act on: ``pair-reasoning-items`` for the order texts, ``drop-unverifiable-reasoning`` for the
 encrypted-content and not-persisted texts. Every answer that teaches something also carries a new marker for
 the upstream, so that the fast path of a long session looks at its older items again. An id the body does not
@@ -23,28 +23,12 @@ What is inferred beyond the text, and why:
 
 from __future__ import annotations
 
-import hashlib
-import itertools
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from llmfix.memory import learn_responses as lr
+from llmfix.dialects.responses import learn as lr
 from llmfix.memory.learn_base import dicts
 from llmfix.memory.store import Reasoning
-
-if TYPE_CHECKING:
-    from llmfix.retry.rejections import Match
-
-
-_LESSONS = itertools.count()
-
-
-def lesson(records: list[Reasoning]) -> str:
-    """The value of an upstream's marker after it taught ``records``: unique to this teaching (when, a count of this
-    process's teachings, a digest of what it taught), so that a fast-path state settled under an earlier marker never
-    takes a later one for its own — not even when the same fact is taught again after another."""
-    digest = hashlib.sha256("\n".join(sorted(f"{r.kind} {r.key}" for r in records)).encode()).hexdigest()[:16]
-    return f"{time.time():.6f} {next(_LESSONS)} {digest}"
+from llmfix.retry.rules import Match, lesson
 
 
 def _marked(kind: str, records: list[Reasoning], upstream: str) -> list[Reasoning]:

@@ -11,16 +11,17 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Tag
 
 from llmfix.body.media import MediaRef, ref_for_base64, ref_for_file_id, ref_for_url
-from llmfix.wire.base import Wire
+from llmfix.wire.base import Image, Inline, Textual, Wire, evolve
 
 
-class TextBlock(Wire):
+class TextBlock(Textual):
     type: Literal["text"]
     text: str
 
 
-class ImageBlock(Wire):
-    """``{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"} | file}``."""
+class ImageBlock(Image):
+    """``{"type":"image","source":{"type":"base64","media_type","data"} | {"type":"url","url"} | file}``; also a
+    ``document`` (a PDF, or plain text)."""
 
     type: Literal["image", "document"]
     source: dict[str, Any]
@@ -33,6 +34,21 @@ class ImageBlock(Wire):
         if src.get("type") == "url":
             return ref_for_url(str(src.get("url", "")), kind)
         return ref_for_file_id(str(src.get("file_id", src)), kind)
+
+    def kind(self) -> str:
+        if self.type == "image":
+            return "image"
+        return "text" if self.source.get("type") in ("text", "content") else "file"
+
+    def inline(self) -> Inline | None:
+        data = self.source.get("data") if self.type == "image" and self.source.get("type") == "base64" else None
+        if not isinstance(data, str):
+            return None
+        media_type = self.source.get("media_type")
+        return Inline(data, 0, media_type if isinstance(media_type, str) else None)
+
+    def refitted(self, mime: str, data: str, is_base64: bool) -> ImageBlock:
+        return evolve(self, source={**self.source, "media_type": mime, "data": data})
 
 
 class OtherBlock(Wire):
@@ -62,9 +78,20 @@ class ToolUse(Wire):
 
 
 class ToolResult(Wire):
+    PARTS = "content"
+
     type: Literal["tool_result"]
     tool_use_id: str
     content: str | list[InnerBlock] | None = None
+
+    def is_result(self) -> bool:
+        return True
+
+    def result_id(self) -> str | None:
+        return self.tool_use_id
+
+    def noun(self) -> str:
+        return f"tool_result {self.tool_use_id}"
 
 
 def _block_tag(v: Any) -> str:
@@ -85,8 +112,13 @@ Block = Annotated[
 
 
 class Message(Wire):
+    PARTS = "content"
+
     role: str
     content: str | list[Block]
+
+    def noun(self) -> str:
+        return f"{self.role} message"
 
 
 class MessagesRequest(Wire):

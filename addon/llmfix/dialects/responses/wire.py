@@ -11,20 +11,20 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Tag
 
 from llmfix.body.media import MediaRef, ref_for_file_id, ref_for_url
-from llmfix.wire.base import Wire
+from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve
 
 
-class InputText(Wire):
+class InputText(Textual):
     type: Literal["input_text"]
     text: str
 
 
-class OutputText(Wire):
+class OutputText(Textual):
     type: Literal["output_text"]
     text: str
 
 
-class InputImage(Wire):
+class InputImage(Image):
     type: Literal["input_image"]
     image_url: str | None = None
     file_id: str | None = None
@@ -35,8 +35,17 @@ class InputImage(Wire):
             return ref_for_url(self.image_url, "image")
         return ref_for_file_id(self.file_id or "", "image")
 
+    def inline(self) -> Inline | None:
+        return data_url(self.image_url)
 
-class InputFile(Wire):
+    def by_file_id(self) -> bool:
+        return not self.image_url
+
+    def refitted(self, mime: str, data: str, is_base64: bool) -> InputImage:
+        return evolve(self, image_url=f"data:{mime}{';base64' if is_base64 else ''},{data}")
+
+
+class InputFile(Media):
     type: Literal["input_file"]
     file_id: str | None = None
     file_data: str | None = None
@@ -51,6 +60,9 @@ class InputFile(Wire):
         if self.file_url:
             return ref_for_url(self.file_url, "file")
         return ref_for_file_id(self.file_id or "", "file")
+
+    def kind(self) -> str:
+        return "file"
 
 
 class OtherPart(Wire):
@@ -80,9 +92,14 @@ MEDIA_PARTS = (InputImage, InputFile)
 class Message(Wire):
     """An input message; ``type:"message"`` is optional (EasyInputMessage)."""
 
+    PARTS = "content"
+
     type: Literal["message"] | None = None
     role: str
     content: str | list[Part]
+
+    def noun(self) -> str:
+        return f"{self.role} message"
 
 
 class FunctionCall(Wire):
@@ -102,9 +119,20 @@ class CustomToolCall(Wire):
 class ToolOutput(Wire):
     """``function_call_output`` or ``custom_tool_call_output``: output is a string or an array of parts."""
 
+    PARTS = "output"
+
     type: Literal["function_call_output", "custom_tool_call_output"]
     call_id: str | None = None
     output: str | list[Part]
+
+    def is_result(self) -> bool:
+        return True
+
+    def result_id(self) -> str | None:
+        return self.call_id
+
+    def noun(self) -> str:
+        return f"{self.type} {self.call_id}"
 
 
 class OtherItem(Wire):

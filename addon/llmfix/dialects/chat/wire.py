@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Tag
 
 from llmfix.body.media import MediaRef, ref_for_base64, ref_for_url
-from llmfix.wire.base import Wire
+from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve
 
 
-class TextPart(Wire):
+class TextPart(Textual):
     type: Literal["text"]
     text: str
 
@@ -24,19 +24,29 @@ class ImageUrl(Wire):
     detail: str | None = None
 
 
-class ImagePart(Wire):
+class ImagePart(Image):
     type: Literal["image_url"]
     image_url: ImageUrl
 
     def media(self) -> MediaRef:
         return ref_for_url(self.image_url.url, "image")
 
+    def inline(self) -> Inline | None:
+        return data_url(self.image_url.url)
 
-class FilePart(Wire):
+    def refitted(self, mime: str, data: str, is_base64: bool) -> ImagePart:
+        url = f"data:{mime}{';base64' if is_base64 else ''},{data}"
+        return evolve(self, image_url=evolve(self.image_url, url=url))
+
+
+class FilePart(Media):
     """``{"type":"file","file":{"file_data"|"file_id", "filename"}}``."""
 
     type: Literal["file"]
     file: dict[str, Any]
+
+    def kind(self) -> str:
+        return "file"
 
     def media(self) -> MediaRef:
         data = self.file.get("file_data")
@@ -45,9 +55,12 @@ class FilePart(Wire):
         return ref_for_url(str(self.file.get("file_id", "")), "file")
 
 
-class AudioPart(Wire):
+class AudioPart(Media):
     type: Literal["input_audio"]
     input_audio: dict[str, Any]
+
+    def kind(self) -> str:
+        return "audio"
 
     def media(self) -> MediaRef:
         fmt = self.input_audio.get("format")
@@ -87,10 +100,21 @@ class ToolCall(Wire):
 
 
 class Message(Wire):
+    PARTS = "content"
+
     role: str
     content: str | list[Part] | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
+
+    def is_result(self) -> bool:
+        return self.role == "tool"
+
+    def result_id(self) -> str | None:
+        return self.tool_call_id if self.role == "tool" else None
+
+    def noun(self) -> str:
+        return f"tool message {self.tool_call_id}" if self.role == "tool" else f"{self.role} message"
 
 
 class ChatRequest(Wire):

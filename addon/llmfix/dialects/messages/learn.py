@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from llmfix.memory.learn_anthropic_thinking import ThinkingAssembler, reasoning_in_response
+from llmfix.dialects.messages.learn_thinking import ThinkingAssembler, reasoning_in_response
 from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import ToolCall
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records
 from llmfix.memory.learn_base import Asked, Out, dicts, json_text
-from llmfix.memory.learn_chat_reasoning import ReasoningAssembler, records
 from llmfix.memory.store import Reasoning, ToolCall
 
 __all__ = ["Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]

@@ -1,0 +1,52 @@
+"""What Chat Completions upstreams answer a request they refuse with (:mod:`llmfix.retry.rules` for the shape).
+
+- OpenAI 400 ``Image URLs are only allowed for messages with role 'user', but this message with role 'tool'
+  contains an image URL.`` (All-Hands-AI/OpenHands #7700).
+- DeepSeek 400 ``messages[N]: invalid type: sequence, expected a string`` (Gitlawb/openclaude #774) and
+  ``messages[N]: unknown variant `image_url`, expected `text``` (its V4 API), the V3-era ``data did not match any
+  variant of untagged enum ChatCompletionRequestContent``; relays to Grok: ``unknown variant image_url``.
+- Pairing texts (orphan tool messages, missing results: the OpenAI API reference's message rules): the pairing
+  repairs are always on, so they teach nothing.
+- Thinking mode wanting each turn's ``reasoning_content`` back: DeepSeek 400 ``The `reasoning_content` in the
+  thinking mode must be passed back to the API.`` (also without the backticks, and through gateways as ``Error
+  from provider (DeepSeek): …`` or ``[invalid_request_error] …``; api-docs.deepseek.com, thinking mode), its older
+  ``Missing `reasoning_content` field in the assistant message at message index N``, Kimi 400 ``thinking is
+  enabled but reasoning_content is missing in assistant tool call message at index N``. They teach
+  ``chat_reasoning_content``, so that a gateway in front of DeepSeek or Kimi gets restore-reasoning-content (and
+  the one resend, when memory has the reasoning).
+"""
+
+from __future__ import annotations
+
+from llmfix.retry.rules import (
+    NO_MEDIA,
+    NO_TOOL_MEDIA,
+    NO_TOOL_TEXT_ARRAY,
+    REASONING_BACK,
+    Rule,
+    rule,
+)
+
+RULES: tuple[Rule, ...] = (
+    rule("chat-image-in-tool-message", (400,),
+         r"Image URLs are only allowed for messages with role 'user', but this message with role 'tool'",
+         NO_TOOL_MEDIA),
+    rule("chat-tool-content-not-string", (400, 422),
+         r"messages\[\d+\](?:\.content)?: invalid type: sequence, expected a string", NO_TOOL_TEXT_ARRAY),
+    rule("chat-unknown-variant-image", (400, 422),
+         r"unknown variant `?(?:image_url|input_image|file|input_audio)`?(?:, expected `text`)?", NO_MEDIA),
+    rule("chat-untagged-content", (400, 422),
+         r"messages\[\d+\]: data did not match any variant of untagged enum ChatCompletionRequestContent",
+         NO_TOOL_TEXT_ARRAY, NO_MEDIA),
+    rule("chat-orphan-tool-message", (400,),
+         r"(?i)messages with role ['\"]tool['\"] must be a response to a prece[e]?ding message "
+         r"with ['\"]tool_calls['\"]"),
+    rule("chat-missing-tool-results", (400,),
+         r"(?i)an assistant message with ['\"]tool_calls['\"] must be followed by tool messages"),
+    rule("chat-reasoning-content-deepseek", (400,),
+         r"The `?reasoning_content`? in the thinking mode must be passed back to the API", REASONING_BACK),
+    rule("chat-reasoning-content-missing", (400,),
+         r"Missing `?reasoning_content`? field in the assistant message at message index \d+", REASONING_BACK),
+    rule("chat-reasoning-content-kimi", (400,),
+         r"thinking is enabled but reasoning_content is missing in assistant tool call message", REASONING_BACK),
+)

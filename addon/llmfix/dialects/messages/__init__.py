@@ -1,0 +1,4 @@
+"""Anthropic Messages (``POST …/v1/messages``): its typed models, views, learners and rejections.
+
+Empty on purpose: :mod:`.dialect` assembles the dialect (importing it here would make the neutral views, which
+the modules of this folder use, import themselves back)."""
