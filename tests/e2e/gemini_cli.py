@@ -208,10 +208,11 @@ class GeminiSession:
         command = [str(binary()), "-m", self.model, "--approval-mode", "yolo", "--skip-trust", "-o", output]
         command += ["--resume", "latest"] if resume else []
         command += ["-p", prompt]
-        return _run(command, self.project, self.env(proxy, base_url), timeout)
+        return run_bounded(command, self.project, self.env(proxy, base_url), timeout)
 
 
-def _run(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Run:
+def run_bounded(command: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Run:
+    """Run ``command`` in ``cwd`` with ``env``, each stdout line timed; kill its process group after ``timeout``."""
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)

@@ -102,8 +102,8 @@ def to_contents(messages: list[Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in c.items() if k != "tool"} for c in contents]
 
 
-def check(body: dict[str, Any], ledger: SignatureLedger) -> GeminiError | None:
-    """The door's rejection of a Chat ``body``, or None."""
+def check(body: dict[str, Any], ledger: SignatureLedger, *, schemas: bool = True) -> GeminiError | None:
+    """The door's rejection of a Chat ``body``, or None (``schemas=False``: tool schemas not judged)."""
     if not isinstance(body, dict):
         return None
     decls = []
@@ -113,7 +113,7 @@ def check(body: dict[str, Any], ledger: SignatureLedger) -> GeminiError | None:
         decls.append((f"tools[0].function_declarations[{k}]", decl))
     contents = to_contents(as_list(body.get("messages")))
     model = str(body.get("model", "")).removeprefix("models/")
-    return (check_declarations(decls)
+    return ((check_declarations(decls) if schemas else None)
             or check_structure(contents, "door")
             or check_pairing(contents)
             or ledger.check(contents, backend="door", model=model))
@@ -161,8 +161,8 @@ def chunks(answer: GeminiAnswer, ledger: SignatureLedger, body: dict[str, Any], 
     head = {"created": CREATED, "id": secrets.token_urlsafe(16), "model": model, "object": "chat.completion.chunk"}
     deltas: list[dict[str, Any]] = []
     for n, call in enumerate(_tool_calls(answer, ledger, model) if answer.calls else []):
-        signature = call.pop("extra_content", None)
         entry = dict(call)
+        signature = entry.pop("extra_content", None)
         if style.tool_index != "omit":
             entry["index"] = n if style.tool_index == "increment" else 0
         if signature and style.signature_delta == "inline":

@@ -82,6 +82,8 @@ class GeminiState:
         self.ledger = SignatureLedger()
         self.door = gemini_door.DoorStyle()
         self.payload_limit = PAYLOAD_LIMIT
+        # False: the door lets any tool schema through, to watch what a client whose tools Gemini refuses sends next
+        self.door_schemas = True
         self.sent: list[GeminiAnswer] = []  # the answers sent, in order (their ``issued`` parts filled in)
 
     def queue(self, *answers: GeminiAnswer) -> None:
@@ -124,7 +126,7 @@ def judge(state: GeminiState, route_: Route, data: Any, size: int) -> GeminiErro
     if not isinstance(data, dict):
         return GeminiError("Invalid JSON payload received. Unexpected token.", "invalid-json")
     if route_.backend == "door":
-        return gemini_door.check(data, state.ledger)
+        return gemini_door.check(data, state.ledger, schemas=state.door_schemas)
     inner, model, prefix = unwrap(route_, data)
     counting = route_.method == "countTokens"
     rejection = gemini_rules.check(inner, backend=route_.backend, prefix=prefix, pairing=not counting)

@@ -82,3 +82,24 @@ def test_a_captured_declaration_moved_to_parameters_meets_the_schema_rules(up: M
     assert got.json()["error"]["message"].startswith(
         f'Invalid JSON payload received. Unknown name "$schema" at \'tools[0].function_declarations[{index}]'
         ".parameters': Cannot find field.")
+
+
+def test_qwen_code_turn2_is_refused_without_its_signature_and_accepted_with_it() -> None:
+    door = "/v1beta/openai/chat/completions"
+    with MockUpstream(rules="gemini") as up:
+        schemas = capture_bytes("qwen-code/turn1_request.json")  # its tools, as Gemini's door reads them
+        refused = httpx.post(up.url + door, content=schemas, headers={"content-type": "application/json"})
+        assert refused.status_code == 400 and refused.json()[0]["error"]["message"].startswith(
+            'Invalid JSON payload received. Unknown name "oneOf"')
+        up.gemini.door_schemas = False  # as when it was recorded
+        body = capture_bytes("qwen-code/turn2_request.json")
+        got = httpx.post(up.url + door, content=body, headers={"content-type": "application/json"}, timeout=30)
+        assert got.status_code == 400
+        assert got.json() == [{"error": {"code": 400, "message": missing_signature("door", "read_file", 2),
+                                         "status": "INVALID_ARGUMENT"}}]  # list-wrapped, as the door writes it
+        issued = capture_json("qwen-code/turn1_answer_calls.json")
+        up.gemini.trust(issued[0]["extra_content"]["google"]["thought_signature"])
+        restored = json.loads(body)
+        [assistant] = [m for m in restored["messages"] if m["role"] == "assistant"]
+        assistant["tool_calls"][0]["extra_content"] = issued[0]["extra_content"]
+        assert httpx.post(up.url + door, json=restored, timeout=30).status_code == 200
