@@ -98,7 +98,8 @@ class QwenSession:
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith(DROPPED)}
         env.update(HOME=str(self.home), HTTPS_PROXY=proxy.url, NO_PROXY="127.0.0.1,localhost",
                    NODE_EXTRA_CA_CERTS=str(proxy.ca_path), OPENAI_API_KEY=KEY, NO_COLOR="1",
-                   QWEN_CODE_SUPPRESS_YOLO_WARNING="1")
+                   QWEN_CODE_SUPPRESS_YOLO_WARNING="1", TMPDIR=str(self.home / "tmp"))
+        (self.home / "tmp").mkdir(exist_ok=True)
         command = [str(binary()), "--auth-type", "openai", "--openai-base-url", BASE_URL, "-m", self.model,
                    "--approval-mode", "yolo", "-o", "json", prompt]
         return run_bounded(command, self.project, env, timeout)

@@ -194,7 +194,9 @@ class GeminiSession:
 
     def env(self, proxy: Mitmdump | None, base_url: str | None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith(DROPPED)}
-        env.update(HOME=str(self.home), GEMINI_CLI_HOME=str(self.home), GEMINI_API_KEY=KEY, NO_COLOR="1")
+        (self.home / "tmp").mkdir(exist_ok=True)  # its error reports go there, not to the machine's /tmp
+        env.update(HOME=str(self.home), GEMINI_CLI_HOME=str(self.home), GEMINI_API_KEY=KEY, NO_COLOR="1",
+                   TMPDIR=str(self.home / "tmp"))
         if proxy is not None:
             env.update(HTTPS_PROXY=proxy.url, NO_PROXY="127.0.0.1,localhost", NODE_EXTRA_CA_CERTS=str(proxy.ca_path))
         if base_url is not None:

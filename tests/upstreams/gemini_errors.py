@@ -8,7 +8,7 @@ wraps it the way each door of Gemini does:
 - Code Assist (``cloudcode-pa.googleapis.com/v1internal:…``): the same wrapped in a JSON array, with Google's
   ``errors: [{"message", "domain": "global", "reason": "badRequest"}]`` (google-gemini/gemini-cli #5443, #16543);
 - the OpenAI-compatible door (``/v1beta/openai/chat/completions``): wrapped in a JSON array
-  (google-gemini/gemini-cli #4995; FuzzAnything/PromptFuzz #42; coreply/coreply #18);
+  (FuzzAnything/PromptFuzz #42, coreply/coreply #18, manthanabc/paws #103);
 - a ``streamGenerateContent`` asked for without ``alt=sse`` answers a JSON array, its errors likewise (inferred from
   the two above; not seen on the native door).
 

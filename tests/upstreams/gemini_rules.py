@@ -175,7 +175,7 @@ def check_structure(contents: list[Any], backend: Backend) -> GeminiError | None
 
 
 def check_media(contents: list[Any]) -> GeminiError | None:
-    """§8: the MIME types Gemini refuses."""
+    """The MIME types Gemini refuses (inline data, also inside function responses)."""
     for _at, data in _inline_parts(contents):
         mime = str(member(data, "mimeType") or "").lower()
         if mime in SVG_TYPES:

@@ -7,8 +7,9 @@ a backend: ``"gemini"`` (the Gemini API and its OpenAI-compatible door), ``"vert
 name plays another mock or account. "Vertex and Genai have incompatible encryption" (gemini-cli, ``config.ts
 refreshAuth``): a signature is valid only on the backend that issued it.
 
-The checks (https://ai.google.dev/gemini-api/docs/thought-signatures, gemini.md of Google's docs as quoted by
-clients), for Gemini 3 models (``gemini-3*`` and later, not the image models):
+The checks (https://ai.google.dev/gemini-api/docs/thought-signatures,
+https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures), for Gemini 3 models (``gemini-3*``
+and later, not the image models):
 
 - every signature present — on any part, of any turn unless ``verify_history`` is off — is one this backend issued
   (or one a test declared issued with `SignatureLedger.trust`, e.g. a real capture's), or one of Google's two
