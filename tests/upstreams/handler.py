@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mitmproxy.net import encoding
 
-from tests.upstreams import canned
+from tests.upstreams import canned, gemini_mock
 from tests.upstreams.errors import Rejection, invalid_json, openai_error
 from tests.upstreams.reasoning_items_rules import organization_for
 from tests.upstreams.rules import check, dialect_of
@@ -56,6 +56,9 @@ class MockHandler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
         rules = self.mock.rules_for(headers)
+        if rules == "gemini":
+            self._handle_gemini(headers)
+            return
         try:
             raw = self._read_body()
             data, rejection = self._parse(raw, headers, rules)
@@ -88,6 +91,18 @@ class MockHandler(BaseHTTPRequestHandler):
             if dialect == "responses":
                 self.mock.items_ledger.issue(org, answer, data.get("previous_response_id"))
             self._send_json(200, answer)
+
+    def _handle_gemini(self, headers: dict[str, str]) -> None:
+        """Gemini's doors answer with their own shapes (tests/upstreams/gemini_mock.py)."""
+        try:
+            raw = self._read_body()
+        except BodyError:
+            raw = b""
+        try:
+            plain: bytes | None = _decode(raw, headers.get("content-encoding", "").strip().lower())
+        except ValueError:
+            plain = None
+        gemini_mock.handle(self, headers, raw, plain)
 
     def _parse(self, raw: bytes, headers: dict[str, str], rules: str) -> tuple[Any, Rejection | None]:
         if self.command != "POST":

@@ -4,7 +4,8 @@
         httpx.post(f"{up.url}/v1/responses", json=body)      # 422 with xAI's text, or 200
         up.requests[-1].json                                  # what it received
 
-``rules`` is a fixed rule set (see `tests.upstreams.rules.RULE_SETS`) or ``"by-host"``: then each
+``rules`` is a fixed rule set (see `tests.upstreams.rules.RULE_SETS`; ``"gemini"`` answers Gemini's doors,
+see `tests.upstreams.gemini_mock`) or ``"by-host"``: then each
 request's rule set comes from the header ``x-llmfix-test-original-host`` (set by the loopback redirect
 addon), falling back to the Host header. Every server, connection thread and streamed answer stops
 when the context exits (connection sockets are shut down; handlers also time out after 10 s).
@@ -22,6 +23,7 @@ from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.upstreams.gemini_mock import GeminiState
 from tests.upstreams.handler import MockHandler
 from tests.upstreams.reasoning_items_rules import Ledger as ItemsLedger
 from tests.upstreams.rules import RULE_SETS, rules_for_host
@@ -107,6 +109,7 @@ class MockUpstream:
         self._sse: deque[CannedSSE] = deque()
         self.ledger = Ledger()  # the thinking it signed and the reasoning it issued (tests/upstreams/thinking.py)
         self.items_ledger = ItemsLedger()  # the Responses reasoning items it issued, per organization
+        self.gemini = GeminiState()  # Gemini's queued answers, signing keys, options (tests/upstreams/gemini_mock.py)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
