@@ -50,15 +50,15 @@ def app(registry: CollectorRegistry, health: Health) -> Callable[[dict[str, Any]
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Allow", "GET, HEAD"), ("Content-Type", "text/plain")])
             return [b"GET or HEAD only\n"]
+        head = environ.get("REQUEST_METHOD") == "HEAD"  # a load balancer's check may send HEAD: status only
         if path == "/healthz":
             code, payload = health.check()
-            out = body(payload)
             start_response(f"{code} {'OK' if code == 200 else 'Service Unavailable'}",
                            [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
-            return [out]
+            return [b"" if head else body(payload)]
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
-            return [INDEX]
+            return [b"" if head else INDEX]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"not found: try /metrics or /healthz\n"]
 

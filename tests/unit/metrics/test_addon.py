@@ -145,3 +145,15 @@ def test_paths(addon) -> None:
     assert get("/healthz", method="POST").status_code == 405
     status = get("/healthz")  # not running yet (mitmproxy's running hook not called): starting
     assert (status.status_code, status.json()["status"]) == (503, "starting")
+    head = get("/healthz", method="HEAD")
+    assert (head.status_code, head.content) == (503, b"")
+
+
+def test_served_on_ipv6_loopback(addon) -> None:
+    a, tctx = addon
+    try:
+        tctx.configure(a, llmfix_metrics="[::1]:0")
+    except exceptions.OptionsError as e:
+        pytest.skip(f"no IPv6 loopback here: {e}")
+    assert str(a.url).startswith("http://[::1]:")
+    assert httpx.get(f"{a.url}/metrics", trust_env=False, timeout=10).status_code == 200
