@@ -33,6 +33,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from llmfix.cli_options import LaunchError, launcher_options, metrics_line
+
 SCRIPT = Path(__file__).resolve().parent / "mitmdump_script" / "llmfix_launched.py"
 MITMDUMP = [sys.executable, "-c",
             "import sys; sys.argv[0] = 'mitmdump'; from mitmproxy.tools.main import mitmdump; sys.exit(mitmdump())"]
@@ -51,19 +53,16 @@ FORWARDED = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "S
 FROM_TERMINAL = tuple(getattr(signal, n) for n in ("SIGINT", "SIGQUIT") if hasattr(signal, n))
 """Signals a terminal sends to its whole foreground process group: the client got them already."""
 USAGE = """\
-usage: llmfix [MITMDUMP OPTIONS] -- CLIENT [ARGS...]   run CLIENT through llmfix, then stop llmfix
-       llmfix [MITMDUMP OPTIONS]                       run llmfix like `mitmdump -s addon/fix.py`
+usage: llmfix [--metrics HOST:PORT] [MITMDUMP OPTIONS] -- CLIENT [ARGS...]   run CLIENT through llmfix, then stop it
+       llmfix [--metrics HOST:PORT] [MITMDUMP OPTIONS]                       run llmfix like `mitmdump -s addon/fix.py`
 
 With a client, llmfix listens on a free loopback port and the client gets HTTPS_PROXY/HTTP_PROXY (and
 lower-case forms), SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, CODEX_CA_CERTIFICATE, REQUESTS_CA_BUNDLE and
 NODE_USE_ENV_PROXY=1. Changes are appended to <confdir>/llmfix-changes.jsonl unless --set llmfix_log=...
 is given. MITMDUMP OPTIONS are any of `mitmdump --help` (e.g. --set llmfix_mode=report, -s more.py,
---mode reverse:https://api.x.ai@8081).
+--mode reverse:https://api.x.ai@8081). --metrics HOST:PORT serves Prometheus metrics at http://HOST:PORT/metrics
+and a health check at /healthz (--set llmfix_metrics=HOST:PORT; port 0: a free one, printed).
 """
-
-
-class LaunchError(RuntimeError):
-    """llmfix could not be started; the message says why (and carries mitmdump's output)."""
 
 
 # ---------------------------------------------------------------------------------- pure helpers
@@ -308,6 +307,8 @@ def run_client(options: list[str], client: list[str]) -> int:
             if url is None:
                 print("llmfix: no regular proxy mode, so no HTTPS_PROXY for the client (only the CA variables)",
                       file=sys.stderr)
+            if line := metrics_line(ready):  # asked for with --metrics: where (a port 0 is known only now)
+                print(line, file=sys.stderr, flush=True)
             threading.Thread(target=_watch, args=(proxy, client_done, output), daemon=True).start()
             try:
                 child = subprocess.Popen([executable, *client[1:]], env=client_env(os.environ, url, ca))
@@ -342,6 +343,8 @@ def serve(options: list[str]) -> int:
             url, ca = proxy_url(ready), ca_path(ready)
             print("llmfix: ready. In a client's shell, paste:\n" + "\n".join(paste_lines(url, ca))
                   + "\n(or run the client with `llmfix [options] -- CLIENT`)", file=sys.stderr, flush=True)
+            if line := metrics_line(ready):
+                print(line, file=sys.stderr, flush=True)
             return exit_status(proxy.wait())
     finally:
         stop(proxy)
@@ -356,6 +359,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if client is None and options in (["-h"], ["--help"]):
         print(USAGE)
         return 0
+    try:
+        options = launcher_options(options)
+    except LaunchError as e:
+        print(f"llmfix: {e}\n" + USAGE, file=sys.stderr)
+        return 2
     try:
         return serve(options) if client is None else run_client(options, client)
     except KeyboardInterrupt:

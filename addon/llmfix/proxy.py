@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from mitmproxy import ctx, exceptions, http
 
-from llmfix import catalogue, engine, offload, options, route
+from llmfix import catalogue, engine, events, offload, options, route
 from llmfix.engine import Outcome, Settings
 from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
@@ -169,8 +169,10 @@ class LLMFix:
             logger.warning("llmfix: %s left unchanged: %s", flow_name(flow), reason)
             return
         req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
+        started = events.now()
         try:
             outcome = await self.run(req, settings)
+            events.request_seen("http", req, outcome, settings.mode, started)
             self._apply(flow, req, outcome, settings)
         except Exception as e:  # a bug in llmfix: never let it reach mitmproxy, never lose the request
             logger.warning("llmfix: %s left unchanged: internal error: %s: %s", flow_name(flow),
@@ -259,6 +261,7 @@ class LLMFix:
                 message: int | None = None) -> None:
         """Console, JSONL, mitmweb for a repaired request; ``message``: the index, in ``flow.websocket.messages``,
         of the WebSocket message that carried it (None: the flow's HTTP request)."""
+        events.repaired(req, outcome, mode, message)
         names = outcome.repairs
         verb = "" if mode == "repair" else "would "
         where = flow_name(flow) if message is None else f"{flow_name(flow)} message {message}"

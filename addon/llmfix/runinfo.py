@@ -4,7 +4,8 @@ A small mitmproxy addon, loaded by the launcher's script after :class:`llmfix.pr
 ``request`` hook sees what LLMFix decided). Two options, both empty (off) unless the launcher sets them:
 
 - ``llmfix_ready_file``: once startup has passed mitmdump's last error check, a JSON file saying where
-  each proxy mode listens, which confdir (so which CA) is in use and where the JSONL change log goes.
+  each proxy mode listens, which confdir (so which CA) is in use, where the JSONL change log goes and where
+  the metrics are served (``llmfix_metrics``).
   Written atomically; its existence means "ready".
 - ``llmfix_summary_file``: at ``done``, a JSON file with this run's counts: HTTP requests, LLM API
   requests, and requests repaired (or, in report mode, that would be), per repair. A request carried by a
@@ -120,8 +121,9 @@ class RunInfo:
         for server in proxyserver.servers if proxyserver else ():
             servers.append({"mode": server.mode.full_spec, "type": server.mode.type_name,
                             "addrs": [list(a[:2]) for a in server.listen_addrs]})
+        metrics = ctx.master.addons.get("metrics")  # llmfix.metrics.addon.Metrics
         return {"pid": os.getpid(), "confdir": os.path.expanduser(ctx.options.confdir), "servers": servers,
-                "log": ctx.options.llmfix_log}
+                "log": ctx.options.llmfix_log, "metrics": getattr(metrics, "url", None)}
 
     def request(self, flow: http.HTTPFlow) -> None:
         self.tally.count(flow)

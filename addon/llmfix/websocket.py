@@ -57,7 +57,7 @@ from mitmproxy.hooks import UpdateHook
 from mitmproxy.proxy.layers.websocket import Fragmentizer
 from mitmproxy.websocket import WebSocketMessage
 
-from llmfix import engine, route
+from llmfix import engine, events, route
 from llmfix.dialects.base import Dialect
 from llmfix.memory.learn import StreamLearner
 from llmfix.proxy import UPSTREAM, flow_name
@@ -192,7 +192,9 @@ class ResponsesWebSocket:
         req = engine.Request(sock.dialect, sock.host, sock.port, content, None, f"{flow.id}/{index}")
         sent = Sent(index, req, content)
         sock.in_flight.append(sent)
+        started = events.now()
         outcome = await self.fix.run(req, settings)
+        events.request_seen("websocket", req, outcome, settings.mode, started)
         if outcome.status == "failed":
             logger.warning("llmfix: %s message %d left unchanged: %s", flow_name(flow), index, outcome.reason)
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmfix import events
 from llmfix.memory.redis_link import RedisLink, check_url, is_url
 from llmfix.memory.redis_media import RedisMediaStore
 from llmfix.memory.redis_store import RedisCallStore, RedisQuirkStore, RedisReasoningStore
@@ -72,4 +73,5 @@ def open_memory(location: str, *, max_age_s: int, max_entries: int, timeout_s: f
             raise
     finally:
         db.release()  # the stores hold it now; the last one to close closes it
+    events.memory_state("sqlite", True)  # a Redis link says so itself, once it has reached Redis
     return Backend(calls, None, quirks, shared=False, reasoning=reasoning)

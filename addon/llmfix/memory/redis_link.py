@@ -34,6 +34,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from llmfix import events
 from llmfix.memory.store import MemoryStoreError
 
 logger = logging.getLogger(__name__)
@@ -124,11 +125,13 @@ class RedisLink:
         """``fn(client)``, or ``default`` at once while Redis is down or when ``fn`` fails. Never raises
         a Redis error. Blocks up to the timeout: never call it on the event loop."""
         if self._up is False or self._closed.is_set():
+            events.memory_skipped("redis", self._up)
             return default
         try:
             result = fn(self.client)
         except redis.RedisError as e:
             self._went_down(e)
+            events.memory_failed("redis", isinstance(e, redis.TimeoutError))
             return default
         self._came_up()
         return result
@@ -136,6 +139,7 @@ class RedisLink:
     def submit(self, job: Callable[[redis.Redis], object]) -> bool:
         """Run ``job(client)`` on the link's thread, soon and in order; False when it was dropped."""
         if self._up is False or self._closed.is_set():
+            events.memory_skipped("redis", self._up)
             return False
         try:
             self._jobs.put_nowait(job)
@@ -173,6 +177,7 @@ class RedisLink:
     def _went_down(self, e: BaseException) -> None:
         with self._state_lock:
             was, self._up = self._up, False
+            events.memory_state("redis", False)  # under the lock: observers see the transitions in order
         if was is not False:
             logger.warning("llmfix memory %s: Redis is unreachable (%s); continuing without shared memory, "
                            "retrying every %g s", self.name, _reason(e), self.probe_s)
@@ -182,6 +187,7 @@ class RedisLink:
             return
         with self._state_lock:  # said before it is up: whoever sees ``up`` also finds the line in the log
             was = self._up
+            events.memory_state("redis", True)  # before the line: whoever reads the line finds the state
             if was is False:
                 self.generation += 1
                 logger.warning("llmfix memory %s: Redis is back; sharing memory again", self.name)

@@ -26,7 +26,7 @@ from mitmproxy import command, ctx, http
 from mitmproxy.addons.clientplayback import ReplayHandler
 from mitmproxy.hooks import UpdateHook
 
-from llmfix import engine
+from llmfix import engine, events
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.registry import named
 from llmfix.proxy import RETRY_OF, ROUTE, UPSTREAM, flow_name
@@ -175,6 +175,7 @@ class Retry:
 def log_retry(fix: LLMFix, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str,
               message: int | None = None) -> None:
     """One console line and one JSONL record for a retry (``message``: the WebSocket message it was about)."""
+    events.retried(str(dialect), event, message is not None)
     learned = views.learned_text(event["learned"])
     host, port = flow.metadata[UPSTREAM][1:]
     report = "" if fix.settings.mode == "repair" else " (report)"

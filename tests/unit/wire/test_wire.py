@@ -13,8 +13,10 @@ from llmfix.dialects.responses import wire as rs
 from llmfix.wire.base import evolve
 from tests.conftest import FIXTURES, fixture_json
 
-CAPTURES = sorted(FIXTURES.rglob("*.json"))
-"""Every captured request body (codex-ws/: each WebSocket message Codex sent is one)."""
+CAPTURES = sorted(p for p in FIXTURES.rglob("*.json") if p.parent.name != "gemini-cli"
+                  and not p.stem.endswith(("_meta", "_answer_calls")))
+"""Every captured request body of the Chat, Responses and Messages APIs (codex-ws/: each WebSocket message Codex
+sent is one); not the meta files beside some captures, nor what a mock answered."""
 
 
 def dialect_of(body: dict) -> Dialect:
