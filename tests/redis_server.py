@@ -133,3 +133,9 @@ class RedisServer:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+UNREACHABLE = "Redis is unreachable"
+"""What llmfix logs, once, when its Redis link goes down (memory/redis_link.py)."""
+BACK = "Redis is back"
+"""What it logs when the link is up again."""

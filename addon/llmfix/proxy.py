@@ -22,7 +22,7 @@ from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
 from llmfix.memory.store import MemoryStoreError, Reasoning, ReasoningStore, ToolCall, upstream_id
 from llmfix.report import changelog, views
-from llmfix.report.flowinfo import MESSAGES
+from llmfix.report.flowinfo import MESSAGE_INFO
 from llmfix.retry.learned import LearnedQuirks
 
 logger = logging.getLogger("llmfix")
@@ -296,7 +296,7 @@ class LLMFix:
         if message is not None:  # one line per repaired message of the socket, each message its own diff
             note += f" in message {message}"
             flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
-            flow.metadata.setdefault(MESSAGES, {})[str(message)] = info
+            flow.metadata.setdefault(MESSAGE_INFO, {})[str(message)] = info
             return
         flow.comment = f"{flow.comment}\n{note}" if flow.comment and "llmfix:" not in flow.comment else note
         flow.metadata[views.META] = info

@@ -1,6 +1,6 @@
 """Which API dialect a request speaks, decided from its method, path and content type.
 
-The dialect comes from the path's last segments, each dialect naming its own (``shape.SUFFIXES``), so any
+The dialect comes from the path's last segments, each dialect naming its own (``shape.suffixes``), so any
 prefix works (``/v1/responses``, ``/api/v1/responses``, ``/openai/v1/responses``,
 ``/zen/go/v1/chat/completions``). The body's shape confirms it later (:func:`llmfix.body.conversation.parse`).
 Everything else — other methods, other paths, non-JSON bodies — is not LLM traffic for llmfix and passes with
@@ -25,7 +25,7 @@ def dialect_for(method: str, path: str, content_type: str | None) -> Dialect | N
         return None
     p = _path(path)
     for dialect in DIALECTS:
-        if p.endswith(dialect.shape.SUFFIXES):
+        if p.endswith(dialect.shape.suffixes):
             return dialect
     return None
 

@@ -27,7 +27,7 @@ from typing import Any
 from mitmproxy import ctx, http
 
 from llmfix.proxy import ROUTE
-from llmfix.report.flowinfo import MESSAGES, META, SOCKET
+from llmfix.report.flowinfo import MESSAGE_INFO, META, SOCKET
 from llmfix.websocket import REQUESTS, message_type
 
 logger = logging.getLogger("llmfix")
@@ -81,7 +81,7 @@ class Tally:
             return
         self.http += 1
         self.llm += 1
-        report = flow.metadata.get(MESSAGES, {}).get(str(index))
+        report = flow.metadata.get(MESSAGE_INFO, {}).get(str(index))
         if report:
             self.repaired += 1
             self.mode = report.get("mode", self.mode)

@@ -61,7 +61,7 @@ from llmfix import engine, events, route
 from llmfix.dialects.base import Dialect
 from llmfix.memory.learn import StreamLearner
 from llmfix.proxy import UPSTREAM, flow_name
-from llmfix.report.flowinfo import MESSAGES, SOCKET
+from llmfix.report.flowinfo import MESSAGE_INFO, SOCKET
 from llmfix.report.views import pretty_redacted
 from llmfix.retry import decide, rejections
 from llmfix.retry.addon import log_retry
@@ -256,7 +256,7 @@ class ResponsesWebSocket:
         ctx.master.commands.call("inject.websocket", flow, False, d.outcome.wire, True)
         d.event["resent"] = True
         self.fix._report(flow, sent.req, d.outcome, "repair", message=sent.index)
-        flow.metadata[MESSAGES][str(sent.index)]["retry"] = {
+        flow.metadata[MESSAGE_INFO][str(sent.index)]["retry"] = {
             "status": status, "rule": found.rule.name, "error": d.event["error"], "learned": d.event["learned"],
             "first_response": pretty_redacted(message.content), "resend_flow": flow.id, "outcome": "pending"}
         note = f"llmfix: message {sent.index} retried after {status} {found.rule.name}"
@@ -274,7 +274,7 @@ class ResponsesWebSocket:
         result = f"resent once on the socket → {d.event['outcome']}"
         if again is not None:
             result += f" ({again.rule.name} again: the client gets it)"
-        record = flow.metadata.get(MESSAGES, {}).get(str(sent.index), {}).get("retry")
+        record = flow.metadata.get(MESSAGE_INFO, {}).get(str(sent.index), {}).get("retry")
         if isinstance(record, dict):
             record["outcome"] = d.event["outcome"]
         log_retry(self.fix, flow, sock.dialect, d.event, result, message=sent.index)

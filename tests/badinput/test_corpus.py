@@ -16,7 +16,6 @@ import pytest
 from mitmproxy.test import taddons
 
 from llmfix.body import conversation
-from llmfix.dialects.chat import shape as chat_shape
 from llmfix.dialects.registry import CHAT
 from llmfix.proxy import LLMFix
 from tests.badinput.corpus import CASES, Case
@@ -88,8 +87,8 @@ async def test_a_million_element_array_is_validated_a_slice_at_a_time(body: str,
 
     raw = next((c.body() for c in CASES if c.name == body), None) or _million(
         b'{"role":"user","content":"hi"}', b'"tool_choice":"tool",')
-    spy = _CountingAdapter(chat_shape._ITEMS)
-    monkeypatch.setattr(chat_shape, "_ITEMS", spy)
+    spy = _CountingAdapter(CHAT.shape.items)
+    monkeypatch.setattr(CHAT.shape, "items", spy)
     addon = LLMFix()
     with taddons.context(addon) as tctx:
         tctx.configure(addon, llmfix_memory=":memory:")

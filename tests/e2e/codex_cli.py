@@ -26,12 +26,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.e2e.clients import installed
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
 
 FIX_SCRIPT = REPO_ROOT / "addon" / "fix.py"
-CLIENTS = REPO_ROOT / ".clients"
 REQUIRE = "LLMFIX_REQUIRE_CODEX"
 PROMPT = "look at the image x.png and tell me its colour"
 KEY = "sk-test-codex-fake-key-0123456789"
@@ -88,13 +86,7 @@ addons = [ClientSent()]
 
 def binary(version: str) -> Path:
     """The installed ``codex`` of ``version``; skips (fails under CI) when it is not there."""
-    path = CLIENTS / f"codex-{version}" / "node_modules" / ".bin" / "codex"
-    if path.exists():
-        return path
-    why = f"Codex {version} is not installed in {CLIENTS} (run .ci/install-codex)"
-    if os.environ.get(REQUIRE) == "1" or os.environ.get("CI"):
-        pytest.fail(f"{why}; {REQUIRE}=1 or CI says the live Codex tests must run")
-    pytest.skip(why)
+    return installed(f"codex-{version}", "codex", f"Codex {version}", ".ci/install-codex", REQUIRE)
 
 
 def start_proxy(upstream_address: str, confdir: Path) -> Mitmdump:

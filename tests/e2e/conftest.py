@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import Mitmdump
+from tests.redis_server import RedisServer
 from tests.upstreams.mock import MockUpstream
 
 
@@ -15,6 +16,20 @@ from tests.upstreams.mock import MockUpstream
 def confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One confdir per test session, so mitmproxy generates its CA only once."""
     return tmp_path_factory.mktemp("mitmproxy-confdir")
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A real redis-server on a free loopback port, for the tests of one module (a fleet's shared memory)."""
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[MockUpstream]:
+    """A strict mock upstream answering as each real host would (``by-host``), for the tests of one module."""
+    with MockUpstream(rules="by-host") as up:
+        yield up
 
 
 @pytest.fixture

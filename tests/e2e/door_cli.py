@@ -25,9 +25,9 @@ from typing import Any
 
 import httpx
 import openai
-import pytest
 
-from tests.e2e.gemini_cli import CLIENTS, Run, run_bounded, start_proxy
+from tests.e2e.clients import installed
+from tests.e2e.gemini_cli import Run, run_bounded, start_proxy
 from tests.e2e.harness import Mitmdump
 
 VERSION = "0.24.4"
@@ -70,13 +70,7 @@ def without_extra_content(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------------- Qwen Code
 def binary() -> Path:
     """The installed ``qwen``; skips (fails under CI) when it is not there."""
-    path = CLIENTS / f"qwen-code-{VERSION}" / "node_modules" / ".bin" / "qwen"
-    if path.exists():
-        return path
-    why = f"Qwen Code {VERSION} is not installed in {CLIENTS} (run .ci/install-qwen-code)"
-    if os.environ.get(REQUIRE) == "1" or os.environ.get("CI"):
-        pytest.fail(f"{why}; {REQUIRE}=1 or CI says the live door tests must run")
-    pytest.skip(why)
+    return installed(f"qwen-code-{VERSION}", "qwen", f"Qwen Code {VERSION}", ".ci/install-qwen-code", REQUIRE)
 
 
 class QwenSession:

@@ -35,16 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.e2e.clients import installed
 from tests.e2e.codex_cli import PROBE, client_sent
-from tests.e2e.harness import FIX_SCRIPT, LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.harness import FIX_SCRIPT, LOOPBACK_SCRIPT, Mitmdump
 
 __all__ = ["MODEL", "TWO_IMAGES", "GeminiSession", "Run", "binary", "client_sent", "generations", "images_in", "png",
            "queue_two_image_turn", "start_proxy"]
 
 VERSION = "0.61.0"
-CLIENTS = REPO_ROOT / ".clients"
 REQUIRE = "LLMFIX_REQUIRE_GEMINI"
 MODEL = "gemini-3.1-pro-preview"
 KEY = "gemini-test-fake-key-0123456789"
@@ -75,13 +73,7 @@ DROPPED = ("GEMINI", "GOOGLE", "HTTP", "ALL_PROXY", "NO_PROXY", "NODE_EXTRA_CA",
 
 def binary() -> Path:
     """The installed ``gemini``; skips (fails under CI) when it is not there."""
-    path = CLIENTS / f"gemini-{VERSION}" / "node_modules" / ".bin" / "gemini"
-    if path.exists():
-        return path
-    why = f"Gemini CLI {VERSION} is not installed in {CLIENTS} (run .ci/install-gemini)"
-    if os.environ.get(REQUIRE) == "1" or os.environ.get("CI"):
-        pytest.fail(f"{why}; {REQUIRE}=1 or CI says the live Gemini tests must run")
-    pytest.skip(why)
+    return installed(f"gemini-{VERSION}", "gemini", f"Gemini CLI {VERSION}", ".ci/install-gemini", REQUIRE)
 
 
 def png(rgb: tuple[int, int, int], size: int = 16) -> bytes:

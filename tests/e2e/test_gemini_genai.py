@@ -26,12 +26,6 @@ DONE = "a.md says hi, b.md says bye"
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
 def proxy(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     with start_proxy(upstream, tmp_path_factory.mktemp("genai-conf")) as p:
         yield p

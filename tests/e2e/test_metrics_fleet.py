@@ -16,21 +16,13 @@ import pytest
 
 from tests.e2e.harness import Mitmdump, loopback_proxy
 from tests.e2e.scrape import health, metrics_url, scrape
-from tests.redis_server import RedisServer, needs_redis
+from tests.redis_server import BACK, UNREACHABLE, RedisServer, needs_redis
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = [needs_redis, pytest.mark.timeout(180)]
 HELLO = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
 CHAT = "https://api.openai.com/v1/chat/completions"
 TIMEOUT_S = 2  # llmfix_memory_timeout
-UNREACHABLE = "Redis is unreachable"
-BACK = "Redis is back"
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -46,12 +46,6 @@ def start(upstream: MockUpstream, confdir: Path) -> Mitmdump:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
-
-
-@pytest.fixture(scope="module")
 def proxy(upstream: MockUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mitmdump]:
     with start(upstream, tmp_path_factory.mktemp("reasoning-confdir")) as p:
         yield p

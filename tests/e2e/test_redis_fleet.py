@@ -29,7 +29,7 @@ from llmfix.dialects.responses import learn as lr
 from llmfix.memory.redis_store import reasoning_key
 from tests.e2e.gateway import Gateway
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
-from tests.redis_server import RedisServer, needs_redis, until
+from tests.redis_server import BACK, UNREACHABLE, RedisServer, needs_redis, until
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 from tests.upstreams.reasoned import codex_answer, codex_turn2, responses_sse
@@ -50,20 +50,6 @@ HEADERS = {"content-type": "application/json", "authorization": f"Bearer {API_KE
 CODEX = capture_json("codex/turn2_request.json")
 IMAGE = CODEX["input"][-1]["output"][0]
 TIMEOUT_S = 5  # llmfix_memory_timeout of the instances: the most a request waits for a hung Redis
-UNREACHABLE = "Redis is unreachable"
-BACK = "Redis is back"
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[MockUpstream]:
-    with MockUpstream(rules="by-host") as up:
-        yield up
 
 
 @pytest.fixture(scope="module")

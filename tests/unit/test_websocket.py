@@ -21,7 +21,7 @@ from wsproto.frame_protocol import Opcode
 
 from llmfix import proxy as proxy_module
 from llmfix.proxy import UPSTREAM
-from llmfix.report.flowinfo import MESSAGES, SOCKET
+from llmfix.report.flowinfo import MESSAGE_INFO, SOCKET
 from llmfix.runinfo import Tally
 from llmfix.websocket import ONE_FRAME, ResponsesWebSocket, message_type
 from tests.conftest import llmfix_with
@@ -101,7 +101,7 @@ async def test_a_broken_whole_history_is_repaired_and_reported_like_a_request(ad
     assert [i.get("type") for i in sent["input"]][-2:] == ["function_call_output", "message"]
     assert f.marked and "llmfix: pair-tool-calls (1 change) in message 0" in f.comment
     assert f"{f.id[:8]} WebSocket api.openai.com/v1/responses message 0 pair-tool-calls" in caplog.text
-    info = f.metadata[MESSAGES]["0"]
+    info = f.metadata[MESSAGE_INFO]["0"]
     assert info["repairs"] == ["pair-tool-calls"] and info["original"] == cx.dumps(broken())
     diff = contentviews.prettify_message(message, f)
     assert diff.view_name == "llmfix diff" and "# repaired by: pair-tool-calls" in diff.text
@@ -118,7 +118,7 @@ async def test_valid_messages_keep_their_bytes_and_views(addons) -> None:
     for m in cx.messages():
         message = await client(ws, f, m)
         assert message.content == cx.dumps(m)
-    assert not f.marked and MESSAGES not in f.metadata
+    assert not f.marked and MESSAGE_INFO not in f.metadata
     assert contentviews.prettify_message(message, f).view_name != "llmfix diff"
 
 

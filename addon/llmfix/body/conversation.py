@@ -37,7 +37,7 @@ class Conversation:
 
     @property
     def key(self) -> str:
-        return self.dialect.shape.KEY
+        return self.dialect.shape.key
 
     @property
     def model(self) -> str | None:
@@ -60,7 +60,7 @@ def check_shape(dialect: Dialect, body: Any) -> list[Any] | None:
     """The raw message array; None when ``input`` is a plain string. Raises :class:`BadBody` on a wrong shape."""
     if not isinstance(body, dict):
         raise BadBody(f"body is a JSON {type(body).__name__}, not an object")
-    key = dialect.shape.KEY
+    key = dialect.shape.key
     if key not in body:
         raise BadBody(f"no '{key}' field: not a {dialect} request")
     try:
@@ -87,11 +87,11 @@ def typed(dialect: Dialect, raw: list[Any], offset: int = 0) -> list[Any]:
         return _validate(dialect, raw)
     except _Invalid as bad:
         err = max(bad.error.errors(), key=lambda er: len(er["loc"]))
-        parts = [p for p in err["loc"] if not _is_tag(p, dialect.shape.TAGS)]
+        parts = [p for p in err["loc"] if not _is_tag(p, dialect.shape.tags)]
         parts = [p for i, p in enumerate(parts) if i + 1 >= len(parts) or parts[i + 1] != p]
         if parts and isinstance(parts[0], int):
             parts[0] += bad.offset + offset
-        loc = dialect.shape.KEY + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+        loc = dialect.shape.key + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
         raise BadBody(f"unexpected shape at {loc}: {err['msg']}") from None
 
 

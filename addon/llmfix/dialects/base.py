@@ -113,35 +113,46 @@ class Result:
 # --- the protocols, one per concern ----------------------------------------------------------------------------
 
 
-class Shape(Protocol):
+def never(_: Any) -> bool:
+    """A capability a dialect does not have (:attr:`Shape.server_state`, :attr:`Shape.websocket`)."""
+    return False
+
+
+@dataclass(eq=False, slots=True)
+class Shape:
     """Where a request's conversation lives, how its items are typed, how a place in it is named."""
 
-    KEY: str
+    key: str
     """The top-level member holding the conversation (``messages``, ``input``…)."""
-    SUFFIXES: tuple[str, ...]
+    suffixes: tuple[str, ...]
     """Path endings (lower case, any prefix) of the requests this dialect routes."""
-    SYSTEM: str
+    system: str
     """The top-level member holding the system prompt, as the conversation view shows it."""
-    TAGS: frozenset[str]
-    """Union branch names pydantic puts in the error locations of this dialect's models (not JSON path)."""
+    items: Any
+    """The pydantic ``TypeAdapter`` of a list of its items (fail-fast)."""
+    tags: frozenset[str] = frozenset()
+    """Union branch names pydantic puts in the error locations of its models (not JSON path)."""
+    text_holds_nothing: bool = False
+    """A plain string where the conversation goes is a conversation with nothing to repair (Responses)."""
+    server_state: Callable[[dict[str, Any]], bool] = never
+    """Whether the upstream holds earlier turns the request only points at (Responses ``previous_response_id``),
+    so a call or result missing from it may live there."""
+    websocket: Callable[[str], bool] = never
+    """Whether a WebSocket upgrade to a path carries this dialect's requests as messages."""
 
     def conversation(self, body: dict[str, Any]) -> list[Any] | None:
-        """The raw conversation of ``body``; None when it holds nothing to repair (a Responses string input).
-        Raises ValueError, saying why, when ``body`` does not have the dialect's shape."""
-        ...
+        """The raw conversation of ``body``; None when it holds nothing to repair. Raises ValueError, saying why,
+        when ``body`` does not have the dialect's shape."""
+        raw = body[self.key]
+        if self.text_holds_nothing and isinstance(raw, str):
+            return None
+        if not isinstance(raw, list):
+            raise ValueError(f"'{self.key}' is a JSON {type(raw).__name__}, not an array")
+        return raw
 
     def typed(self, raw: list[Any]) -> list[Any]:
         """``raw`` validated as this dialect's items (raises pydantic's ValidationError on the first bad one)."""
-        ...
-
-    def server_state(self, body: dict[str, Any]) -> bool:
-        """Whether the upstream holds earlier turns the request only points at (Responses
-        ``previous_response_id``), so a call or result missing from it may live there."""
-        ...
-
-    def websocket(self, path: str) -> bool:
-        """Whether a WebSocket upgrade to ``path`` carries this dialect's requests as messages."""
-        ...
+        return self.items.validate_python(raw)
 
 
 class Tools(Protocol):
@@ -220,41 +231,34 @@ class Turns(Protocol):
         ...
 
 
-class Media(Protocol):
+@dataclass(frozen=True, eq=False, slots=True)
+class Media:
     """A dialect's parts as neutral :class:`Piece` and back (where a tool result's media are carried across
-    dialects, and kept in a memory shared by instances). What each part and container is, the media repairs ask
-    the objects themselves (:mod:`llmfix.wire.base`)."""
+    dialects, and kept in a memory shared by instances), and what its upstreams take in tool results. What each
+    part and container is, the media repairs ask the objects themselves (:mod:`llmfix.wire.base`)."""
 
-    TEXT: tuple[type, ...]
-    """The classes of its text parts."""
-    MEDIA: tuple[type, ...]
-    """The classes of its media parts (image, file, audio)."""
-    IMAGES: tuple[bytes, ...]
+    images: tuple[bytes, ...]
     """Bytes a body holds when it carries an image part."""
-    MEDIA_NEEDLES: tuple[bytes, ...]
+    needles: tuple[bytes, ...]
     """Bytes a body holds when it carries any media part."""
-    TOOL_MEDIA_FLAG: str
+    tool_media_flag: str
     """The profile flag that says whether its tool results may carry media."""
-    RESULT_TEXT_ONLY: bool
+    part: Any
+    """The pydantic ``TypeAdapter`` of one part: a part read back from its JSON (what :attr:`piece` kept), for a
+    memory shared between instances."""
+    piece: Callable[[Any], Piece]
+    """A part as a neutral piece (a media piece keeps the part itself as ``raw``)."""
+    image: Callable[[str, str | None], Any]
+    """An image part of this dialect from a URL (a data URL or http) and a ``detail`` (None: none given)."""
+    text_part: Callable[[str], Any]
+    user_message: Callable[[Any], Any]
+    """A user message (turn) holding a content: a string or a list of parts."""
+    result_text_only: bool = False
     """Whether a tool result whose media must go keeps only its text, as one string (Responses: xAI takes no array
     output at all), rather than its other parts (Chat)."""
-    TOOL_TEXT_FLAG: str | None
+    tool_text_flag: str | None = None
     """The profile flag that says whether a tool result's text may be an array of text parts (Chat: DeepSeek wants
     a string); None where there is no such choice."""
-
-    def piece(self, part: Any) -> Piece:
-        """``part`` as a neutral piece (a media piece keeps the part itself as ``raw``)."""
-        ...
-    def native(self, piece: Piece) -> Any | None:
-        """``piece`` as one of this dialect's parts; None when it cannot be carried here."""
-        ...
-    def text_part(self, text: str) -> Any: ...
-    def user_message(self, content: str | list[Any]) -> Any:
-        """A user message (turn) holding ``content``."""
-        ...
-    def part(self, raw: Any) -> Any:
-        """A part read back from its JSON (what :meth:`piece` kept), for a memory shared between instances."""
-        ...
 
 
 class Learn(Protocol):
@@ -311,4 +315,4 @@ class Dialect:
 
     def at(self, index: int) -> str:
         """The location of item ``index``, e.g. ``messages[3]``."""
-        return f"{self.shape.KEY}[{index}]"
+        return f"{self.shape.key}[{index}]"

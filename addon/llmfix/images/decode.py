@@ -1,13 +1,6 @@
-"""Reading an image, within hard bounds: its format from its bytes, then its header, then (only when asked) its
-pixels; a raster's (:mod:`.raster`, whose bounds this docstring repeats) or an SVG's (:mod:`.svg`).
-
-Bound, checked before a single pixel is decoded, on the frame as it would really be decoded (a JPEG at the
-reduced scale its target size allows): at most :data:`MAX_PIXELS` pixels (a 60 KB PNG can declare 40000×40000
-pixels: 6 GB once decoded). Its sides are not bounded: a 41000×8 strip is 0.3 megapixels. Over the bound an
-image is :class:`~llmfix.images.shape.Refused`: never decoded, left as it is, with a warning. Only Pillow's
-plugins for the formats below are ever used (``Image.open(formats=…)``): never the ones that run external
-programs (EPS runs Ghostscript) or read exotic containers.
-"""
+"""Reading any image llmfix reads: its format from its first bytes, then a raster's header (:mod:`.raster`, whose
+docstring says the bounds every decode is held to) or an SVG's document (:mod:`.svg`), then, only when asked, a
+raster's pixels (:func:`load`)."""
 
 from __future__ import annotations
 

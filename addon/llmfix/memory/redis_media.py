@@ -272,11 +272,11 @@ def _decode(data: bytes) -> Result | None:
                 pieces.append(Piece(kind, text=text, url=url, detail=detail))
             else:  # a part as toolresults itself reads it (kind, URL, detail): each payload stored only once
                 d = named(dialect)
-                pieces.append(toolresults.piece(d, d.media.part(raw)))
+                pieces.append(toolresults.piece(d, d.media.part.validate_python(raw)))
         later_dialect = named(obj["later_dialect"]) if obj.get("later_dialect") else None
         later: tuple[Any, ...] = ()
         if later_dialect is not None and obj["later"]:
-            later = tuple(later_dialect.media.part(p) for p in obj["later"])
+            later = tuple(later_dialect.media.part.validate_python(p) for p in obj["later"])
         return Result(str(obj["call_id"]), int(obj["index"]), tuple(pieces), later, later_dialect)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, ValidationError):
         return None

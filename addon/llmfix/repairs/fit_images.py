@@ -303,4 +303,4 @@ def _extend(state: tuple[int, int] | None, items: list[Any], start: int, ctx: Co
 
 REPAIR = Repair(NAME, _apply, wanted=lambda profile, _dialect: rules_of(profile) is not None, extend=_extend,
                 # inline images as the client sent them, or as restore-text-media makes them from text
-                needles=lambda d: (*d.media.IMAGES, *RESTORED))
+                needles=lambda d: (*d.media.images, *RESTORED))

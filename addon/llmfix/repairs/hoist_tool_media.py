@@ -43,12 +43,12 @@ def _is_result(m: Any) -> bool:
 
 def _stripped(item: Any, ctx: Context, index: int, j: int) -> tuple[Any, list[Any], Change] | None:
     """The tool result ``item`` without its media (None when it keeps everything), the media to hoist, and the
-    change. As the dialect says (``media.RESULT_TEXT_ONLY``): a result that may be no array (Responses to xAI) keeps
+    change. As the dialect says (``media.result_text_only``): a result that may be no array (Responses to xAI) keeps
     its text as one string, whatever its parts; any other keeps its parts but media, as a string where the profile
-    takes tool text only as a string (``media.TOOL_TEXT_FLAG``)."""
+    takes tool text only as a string (``media.tool_text_flag``)."""
     d, field = ctx.dialect, item.PARTS
     content = getattr(item, field)
-    text_only = d.media.RESULT_TEXT_ONLY
+    text_only = d.media.result_text_only
     if not isinstance(content, list):
         return None
     if text_only:
@@ -66,7 +66,7 @@ def _stripped(item: Any, ctx: Context, index: int, j: int) -> tuple[Any, list[An
     for reason in dict.fromkeys(r for _, r in dropped):
         notes.append(placeholders.omitted([kind(p) for p, r in dropped if r == reason], reason))
     texts = [p.text for p in kept if isinstance(p, Textual)]
-    flag = d.media.TOOL_TEXT_FLAG
+    flag = d.media.tool_text_flag
     new: str | list[Any]
     if text_only:
         new = "\n".join([t for t in ("\n".join(texts), *notes) if t])
@@ -90,7 +90,7 @@ def _stripped(item: Any, ctx: Context, index: int, j: int) -> tuple[Any, list[An
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
     d = ctx.dialect
-    if getattr(ctx.profile, d.media.TOOL_MEDIA_FLAG):
+    if getattr(ctx.profile, d.media.tool_media_flag):
         return items, []
     out: list[Any] = []
     changes: list[Change] = []
@@ -131,7 +131,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _wanted(profile: Profile, dialect: Dialect) -> bool:
-    return not getattr(profile, dialect.media.TOOL_MEDIA_FLAG)
+    return not getattr(profile, dialect.media.tool_media_flag)
 
 
 REPAIR = Repair(NAME, _apply, needles=lambda d: d.tools.ANSWERS if serves(d) else None, wanted=_wanted,

@@ -95,4 +95,4 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 REPAIR = Repair(NAME, _apply, extend=settled.local(_apply),  # each item decided on its own
                 # media parts as the client sent them, or as restore-text-media makes them from text
-                needles=lambda d: (*d.media.MEDIA_NEEDLES, *RESTORED))
+                needles=lambda d: (*d.media.needles, *RESTORED))

@@ -158,7 +158,7 @@ def _answer(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
         return items, []
     out: list[Any] = []
     changes = []
-    key = d.shape.KEY
+    key = d.shape.key
     i = 0
     while i < len(items):
         if i in replace:

@@ -120,7 +120,7 @@ NEEDLES = (b"mediaType", b"image_url", b"input_image", b"media_type", b"data:ima
 
 def _wanted(profile: Any, dialect: Dialect) -> bool:
     """Where the upstream takes media in tool results, or hoist-tool-media moves them out of them after this."""
-    return bool(getattr(profile, dialect.media.TOOL_MEDIA_FLAG)) or hoist_tool_media.serves(dialect)
+    return bool(getattr(profile, dialect.media.tool_media_flag)) or hoist_tool_media.serves(dialect)
 
 
 REPAIR = Repair(NAME, _apply, needles=lambda _dialect: NEEDLES, wanted=_wanted,

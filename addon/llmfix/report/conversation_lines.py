@@ -60,14 +60,14 @@ def request_lines(dialect: Dialect, data: bytes, host: str) -> list[str]:
     head = ["# " + " · ".join(facts)]
     if tools := _names(body.get("tools"), _tool_name):
         head.append(f"# tools: {tools}")
-    system = _system_text(body.get(dialect.shape.SYSTEM))
+    system = _system_text(body.get(dialect.shape.system))
     if system:
-        head.append(f"# {dialect.shape.SYSTEM}: {redact_text(system, TEXT)!r}")
+        head.append(f"# {dialect.shape.system}: {redact_text(system, TEXT)!r}")
     try:
         conv = parse(dialect, body)
     except BadBody as e:
         return [*head, f"# cannot read the conversation: {e}"]
-    if conv is None and isinstance(text := body.get(dialect.shape.KEY), str):  # a plain string input
+    if conv is None and isinstance(text := body.get(dialect.shape.key), str):  # a plain string input
         return [*head, "[0] message user", f"    {redact_text(text, TEXT)!r}"]
     return [*head, *(render.lines(dialect, conv.items) if conv else [])]
 

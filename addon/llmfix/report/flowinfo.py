@@ -10,7 +10,7 @@ from llmfix.dialects.registry import NAMES, named
 
 META = "llmfix"
 DIALECT = "llmfix_dialect"  # the same key as llmfix.proxy.ROUTE (proxy imports this module)
-MESSAGES = "llmfix_messages"
+MESSAGE_INFO = "llmfix_messages"
 """flow.metadata key of a WebSocket flow: {index in flow.websocket.messages, as a str: what llmfix did to it}."""
 SOCKET = "llmfix_socket"
 """flow.metadata key of a WebSocket flow llmfix watches: the dialect its client messages carry."""
@@ -28,7 +28,7 @@ def message_index(metadata: contentviews.Metadata) -> int | None:
     flow, message = metadata.flow, metadata.websocket_message
     if message is None or not isinstance(flow, http.HTTPFlow) or flow.websocket is None:
         return None
-    records = flow.metadata.get(MESSAGES)
+    records = flow.metadata.get(MESSAGE_INFO)
     messages = flow.websocket.messages
     for key in records if isinstance(records, dict) else ():
         if str(key).isdigit() and int(key) < len(messages) and messages[int(key)] is message:
@@ -40,7 +40,7 @@ def info_of(metadata: contentviews.Metadata) -> dict | None:
     """llmfix's record of a request it changed, when ``metadata`` is that request (an HTTP request, or the
     WebSocket message that carried it)."""
     if (index := message_index(metadata)) is not None:
-        info = metadata.flow.metadata[MESSAGES][str(index)]  # type: ignore[union-attr]
+        info = metadata.flow.metadata[MESSAGE_INFO][str(index)]  # type: ignore[union-attr]
         return info if isinstance(info, dict) and info.get("changes") else None
     found = http_of(metadata)
     if found is None or found[1] is not found[0].request:

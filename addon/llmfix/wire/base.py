@@ -18,10 +18,11 @@ roles (``dialects/*/wire.py``); the walks over them are in :mod:`llmfix.wire.par
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
 if TYPE_CHECKING:
     from llmfix.body.media import MediaRef
@@ -34,6 +35,11 @@ class Wire(BaseModel):
 
     PARTS: ClassVar[str | None] = None
     """The field holding this object's list of parts (its content), if it has one."""
+    RESULT_ID: ClassVar[str | None] = None
+    """The field naming the call a tool result answers (None: this object is no tool result)."""
+    NOUN: ClassVar[str | None] = None
+    """How a change record names this object, formatted with it (``"tool_result {0.tool_use_id}"``; None: its
+    ``type``)."""
 
     def to_wire(self) -> Any:
         """The JSON-ready value of this object, from its set fields and unknown fields."""
@@ -41,14 +47,16 @@ class Wire(BaseModel):
 
     def is_result(self) -> bool:
         """Whether this object is a tool result (its :attr:`PARTS` field holds what the tool returned)."""
-        return False
+        return self.RESULT_ID is not None
 
     def result_id(self) -> str | None:
         """The call id a tool result names (None: none, or not a result)."""
-        return None
+        return getattr(self, self.RESULT_ID) if self.RESULT_ID is not None else None
 
     def noun(self) -> str:
         """How a change record names this object: ``user message``, ``tool_result toolu_1``…"""
+        if self.NOUN is not None:
+            return self.NOUN.format(self)
         return str(getattr(self, "type", None) or type(self).__name__)
 
 
@@ -63,13 +71,16 @@ class Textual(Wire):
 class Media(Wire):
     """A media part (image, file, audio): named in logs by :meth:`media`, never by its payload."""
 
+    KIND: ClassVar[str] = "file"
+    """Its kind, where its class says it (see :meth:`kind`)."""
+
     def media(self) -> MediaRef:
         raise NotImplementedError
 
     def kind(self) -> str:
         """``image``, ``file``, ``audio`` (or ``text``, for a document whose source is text), from the part's
         own fields: describing it would hash its payload."""
-        raise NotImplementedError
+        return self.KIND
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +96,7 @@ class Inline:
 class Image(Media):
     """An image part, inline (a data URL, a base64 source) or by reference (a URL, a file id)."""
 
-    def kind(self) -> str:
-        return "image"
+    KIND = "image"
 
     def inline(self) -> Inline | None:
         """Its inline payload; None when it is sent by URL or file id (nothing to fit)."""
@@ -110,6 +120,26 @@ def data_url(url: str | None) -> Inline | None:
     params = meta.split(";")
     is_base64 = any(p.strip().lower() == "base64" for p in params[1:])
     return Inline(url, comma + 1 if comma >= 0 else len(url), params[0] or None, is_base64)
+
+
+def type_of(value: Any) -> Any:
+    """The ``type`` of a JSON object as it comes (a dict) or as a model."""
+    return value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+
+
+def union(branches: Mapping[str, type], tag: Callable[[Any], str] | None = None) -> Any:
+    """Pydantic's tagged union of ``branches`` (tag → model): a value goes to the branch its ``tag`` names; by
+    default the branch its ``type`` names when there is one, else ``"other"``. One cheap dispatch per value, not a
+    try of each branch (a long conversation validates in one pass)."""
+    if tag is None:
+        known = frozenset(branches)
+
+        def tag(value: Any) -> str:
+            t = type_of(value)
+            return t if t in known else "other"
+
+    members = tuple(Annotated[cls, Tag(name)] for name, cls in branches.items())
+    return Annotated[Union[members], Discriminator(tag)]  # noqa: UP007 - a union built from a tuple
 
 
 def evolve[M: Wire](model: M, **changes: Any) -> M:

@@ -98,4 +98,8 @@ def native(piece: Piece, dialect: Dialect) -> Any | None:
     """``piece`` as a part of ``dialect``; None when it cannot be carried there."""
     if piece.dialect is dialect and piece.raw is not None:
         return piece.raw
-    return dialect.media.native(piece)
+    if piece.kind == "text":
+        return dialect.media.text_part(piece.text or "")
+    if piece.kind != "image" or not piece.url:
+        return None
+    return dialect.media.image(piece.url, piece.detail)

@@ -5,5 +5,5 @@ from __future__ import annotations
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.chat import answers, learn, media, rejections, shape, tools
 
-CHAT = Dialect("chat", shape=shape, tools=tools, media=media, learn=learn, answers=answers,
+CHAT = Dialect("chat", shape=shape.SHAPE, tools=tools, media=media.MEDIA, learn=learn, answers=answers,
                rejections=rejections.RULES)

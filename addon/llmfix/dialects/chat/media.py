@@ -7,20 +7,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from llmfix.dialects.base import Piece
+from llmfix.dialects.base import Media, Piece
 from llmfix.dialects.chat import wire as ch
 
-TEXT = (ch.TextPart,)
-MEDIA = ch.MEDIA_PARTS
-IMAGES = (b"image_url",)
-MEDIA_NEEDLES = (b"image_url", b'"file"', b"input_audio")
-TOOL_MEDIA_FLAG = "chat_tool_media"
-RESULT_TEXT_ONLY = False
-TOOL_TEXT_FLAG: str | None = "chat_tool_text_array"
-_PART: TypeAdapter[Any] = TypeAdapter(ch.Part)
 
-
-def piece(p: Any) -> Piece:
+def _piece(p: Any) -> Piece:
     if isinstance(p, ch.TextPart):
         return Piece("text", text=p.text)
     if isinstance(p, ch.ImagePart):
@@ -28,23 +19,13 @@ def piece(p: Any) -> Piece:
     return Piece(getattr(p, "type", None) or "part", raw=p)
 
 
-def native(piece: Piece) -> Any | None:
-    if piece.kind == "text":
-        return ch.TextPart(type="text", text=piece.text or "")
-    if piece.kind != "image" or not piece.url:
-        return None
-    image_url = ch.ImageUrl(url=piece.url, detail=piece.detail) if piece.detail in ("auto", "low", "high") \
-        else ch.ImageUrl(url=piece.url)
+def _image(url: str, detail: str | None) -> Any:
+    image_url = ch.ImageUrl(url=url, detail=detail) if detail in ("auto", "low", "high") else ch.ImageUrl(url=url)
     return ch.ImagePart(type="image_url", image_url=image_url)
 
 
-def text_part(text: str) -> Any:
-    return ch.TextPart(type="text", text=text)
-
-
-def user_message(content: str | list[Any]) -> Any:
-    return ch.Message(role="user", content=content)
-
-
-def part(raw: Any) -> Any:
-    return _PART.validate_python(raw)
+MEDIA = Media(images=(b"image_url",), needles=(b"image_url", b'"file"', b"input_audio"),
+              tool_media_flag="chat_tool_media", tool_text_flag="chat_tool_text_array",
+              part=TypeAdapter(ch.Part), piece=_piece, image=_image,
+              text_part=lambda text: ch.TextPart(type="text", text=text),
+              user_message=lambda content: ch.Message(role="user", content=content))

@@ -6,12 +6,10 @@ Shapes follow the OpenAI spec (wire-formats.md §2). Part types the repairs do n
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import Discriminator, Tag
+from typing import Any, Literal
 
 from llmfix.body.media import MediaRef, ref_for_base64, ref_for_url
-from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve
+from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve, union
 
 
 class TextPart(Textual):
@@ -45,9 +43,6 @@ class FilePart(Media):
     type: Literal["file"]
     file: dict[str, Any]
 
-    def kind(self) -> str:
-        return "file"
-
     def media(self) -> MediaRef:
         data = self.file.get("file_data")
         if isinstance(data, str):
@@ -56,11 +51,10 @@ class FilePart(Media):
 
 
 class AudioPart(Media):
+    KIND = "audio"
+
     type: Literal["input_audio"]
     input_audio: dict[str, Any]
-
-    def kind(self) -> str:
-        return "audio"
 
     def media(self) -> MediaRef:
         fmt = self.input_audio.get("format")
@@ -71,19 +65,7 @@ class OtherPart(Wire):
     type: str | None = None
 
 
-def _part_tag(v: Any) -> str:
-    t = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
-    return t if t in ("text", "image_url", "file", "input_audio") else "other"
-
-
-Part = Annotated[
-    Annotated[TextPart, Tag("text")]
-    | Annotated[ImagePart, Tag("image_url")]
-    | Annotated[FilePart, Tag("file")]
-    | Annotated[AudioPart, Tag("input_audio")]
-    | Annotated[OtherPart, Tag("other")],
-    Discriminator(_part_tag),
-]
+Part = union({"text": TextPart, "image_url": ImagePart, "file": FilePart, "input_audio": AudioPart, "other": OtherPart})
 MediaPart = ImagePart | FilePart | AudioPart
 MEDIA_PARTS = (ImagePart, FilePart, AudioPart)
 
@@ -107,7 +89,7 @@ class Message(Wire):
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
 
-    def is_result(self) -> bool:
+    def is_result(self) -> bool:  # a message is a tool result by its role
         return self.role == "tool"
 
     def result_id(self) -> str | None:

@@ -3,33 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import FailFast, TypeAdapter
 
+from llmfix.dialects.base import Shape
 from llmfix.dialects.messages import wire as an
 
-KEY = "messages"
-SUFFIXES = ("/messages",)
-SYSTEM = "system"
-TAGS = frozenset({"media", "other", "tool_use", "tool_result", "str"})
-_ITEMS: TypeAdapter[list[Any]] = TypeAdapter(Annotated[list[an.Message], FailFast()])
-
-
-def conversation(body: dict[str, Any]) -> list[Any] | None:
-    raw = body[KEY]
-    if not isinstance(raw, list):
-        raise ValueError(f"'{KEY}' is a JSON {type(raw).__name__}, not an array")
-    return raw
-
-
-def typed(raw: list[Any]) -> list[Any]:
-    return _ITEMS.validate_python(raw)
-
-
-def server_state(body: dict[str, Any]) -> bool:
-    return False
-
-
-def websocket(path: str) -> bool:
-    return False
+SHAPE = Shape(key="messages", suffixes=("/messages",), system="system",
+              items=TypeAdapter(Annotated[list[an.Message], FailFast()]),
+              tags=frozenset({"media", "other", "tool_use", "tool_result", "str"}))

@@ -6,12 +6,10 @@ Shapes follow anthropic-sdk-python (wire-formats.md §3). Block types the repair
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import Discriminator, Tag
+from typing import Any, Literal
 
 from llmfix.body.media import MediaRef, ref_for_base64, ref_for_file_id, ref_for_url
-from llmfix.wire.base import Image, Inline, Textual, Wire, evolve
+from llmfix.wire.base import Image, Inline, Textual, Wire, evolve, union
 
 
 class TextBlock(Textual):
@@ -64,10 +62,7 @@ def _inner_tag(v: Any) -> str:
     return "other"
 
 
-InnerBlock = Annotated[
-    Annotated[TextBlock, Tag("text")] | Annotated[ImageBlock, Tag("media")] | Annotated[OtherBlock, Tag("other")],
-    Discriminator(_inner_tag),
-]
+InnerBlock = union({"text": TextBlock, "media": ImageBlock, "other": OtherBlock}, _inner_tag)
 
 
 class ToolUse(Wire):
@@ -79,19 +74,12 @@ class ToolUse(Wire):
 
 class ToolResult(Wire):
     PARTS = "content"
+    RESULT_ID = "tool_use_id"
+    NOUN = "tool_result {0.tool_use_id}"
 
     type: Literal["tool_result"]
     tool_use_id: str
     content: str | list[InnerBlock] | None = None
-
-    def is_result(self) -> bool:
-        return True
-
-    def result_id(self) -> str | None:
-        return self.tool_use_id
-
-    def noun(self) -> str:
-        return f"tool_result {self.tool_use_id}"
 
 
 def _block_tag(v: Any) -> str:
@@ -101,24 +89,16 @@ def _block_tag(v: Any) -> str:
     return _inner_tag(v)
 
 
-Block = Annotated[
-    Annotated[TextBlock, Tag("text")]
-    | Annotated[ImageBlock, Tag("media")]
-    | Annotated[ToolUse, Tag("tool_use")]
-    | Annotated[ToolResult, Tag("tool_result")]
-    | Annotated[OtherBlock, Tag("other")],
-    Discriminator(_block_tag),
-]
+Block = union({"text": TextBlock, "media": ImageBlock, "tool_use": ToolUse, "tool_result": ToolResult,
+               "other": OtherBlock}, _block_tag)
 
 
 class Message(Wire):
     PARTS = "content"
+    NOUN = "{0.role} message"
 
     role: str
     content: str | list[Block]
-
-    def noun(self) -> str:
-        return f"{self.role} message"
 
 
 class MessagesRequest(Wire):

@@ -5,5 +5,5 @@ from __future__ import annotations
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.responses import answers, learn, media, rejections, shape, tools
 
-RESPONSES = Dialect("responses", shape=shape, tools=tools, media=media, learn=learn, answers=answers,
+RESPONSES = Dialect("responses", shape=shape.SHAPE, tools=tools, media=media.MEDIA, learn=learn, answers=answers,
                     rejections=rejections.RULES)

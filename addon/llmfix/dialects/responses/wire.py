@@ -6,12 +6,10 @@ are kept as :class:`OtherItem` / :class:`OtherPart`. ``input`` may also be a pla
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
-
-from pydantic import Discriminator, Tag
+from typing import Any, Literal
 
 from llmfix.body.media import MediaRef, ref_for_file_id, ref_for_url
-from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve
+from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve, union
 
 
 class InputText(Textual):
@@ -61,30 +59,13 @@ class InputFile(Media):
             return ref_for_url(self.file_url, "file")
         return ref_for_file_id(self.file_id or "", "file")
 
-    def kind(self) -> str:
-        return "file"
-
 
 class OtherPart(Wire):
     type: str | None = None
 
 
-_PART_TAGS = ("input_text", "output_text", "input_image", "input_file")
-
-
-def _part_tag(v: Any) -> str:
-    t = v.get("type") if isinstance(v, dict) else getattr(v, "type", None)
-    return t if t in _PART_TAGS else "other"
-
-
-Part = Annotated[
-    Annotated[InputText, Tag("input_text")]
-    | Annotated[OutputText, Tag("output_text")]
-    | Annotated[InputImage, Tag("input_image")]
-    | Annotated[InputFile, Tag("input_file")]
-    | Annotated[OtherPart, Tag("other")],
-    Discriminator(_part_tag),
-]
+Part = union({"input_text": InputText, "output_text": OutputText, "input_image": InputImage, "input_file": InputFile,
+              "other": OtherPart})
 TEXT_PARTS = (InputText, OutputText)
 MEDIA_PARTS = (InputImage, InputFile)
 
@@ -93,13 +74,11 @@ class Message(Wire):
     """An input message; ``type:"message"`` is optional (EasyInputMessage)."""
 
     PARTS = "content"
+    NOUN = "{0.role} message"
 
     type: Literal["message"] | None = None
     role: str
     content: str | list[Part]
-
-    def noun(self) -> str:
-        return f"{self.role} message"
 
 
 class FunctionCall(Wire):
@@ -120,19 +99,12 @@ class ToolOutput(Wire):
     """``function_call_output`` or ``custom_tool_call_output``: output is a string or an array of parts."""
 
     PARTS = "output"
+    RESULT_ID = "call_id"
+    NOUN = "{0.type} {0.call_id}"
 
     type: Literal["function_call_output", "custom_tool_call_output"]
     call_id: str | None = None
     output: str | list[Part]
-
-    def is_result(self) -> bool:
-        return True
-
-    def result_id(self) -> str | None:
-        return self.call_id
-
-    def noun(self) -> str:
-        return f"{self.type} {self.call_id}"
 
 
 class OtherItem(Wire):
@@ -153,14 +125,8 @@ def _item_tag(v: Any) -> str:
     return "other"
 
 
-Item = Annotated[
-    Annotated[Message, Tag("message")]
-    | Annotated[FunctionCall, Tag("function_call")]
-    | Annotated[CustomToolCall, Tag("custom_tool_call")]
-    | Annotated[ToolOutput, Tag("tool_output")]
-    | Annotated[OtherItem, Tag("other")],
-    Discriminator(_item_tag),
-]
+Item = union({"message": Message, "function_call": FunctionCall, "custom_tool_call": CustomToolCall,
+              "tool_output": ToolOutput, "other": OtherItem}, _item_tag)
 TOOL_CALLS = (FunctionCall, CustomToolCall)
 
 
