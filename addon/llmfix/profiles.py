@@ -22,7 +22,7 @@ adjusted by the user's profiles file, by host and by model. The file is TOML::
     image_formats = ["jpeg", "png"]     # ([] or 0: no such limit)
     image_max_side = 0
 
-Evidence for each built-in flag is in ``../shared/reference/wire-formats.md`` (R1–R8).
+Evidence for each built-in flag (the upstreams' texts, their public sources) is in ``docs/evidence.md``.
 """
 
 from __future__ import annotations
@@ -52,33 +52,33 @@ class Profile(BaseModel):
     catalogue: str | None = None
     """The models.dev provider id used to look up a model's input modalities."""
     responses_tool_output_array: bool = True
-    """May a Responses ``function_call_output``/``custom_tool_call_output`` output be an array (R1, R2)."""
+    """May a Responses ``function_call_output``/``custom_tool_call_output`` output be an array (OpenAI yes, xAI no)."""
     responses_image_requires_url: bool = False
     """Must every Responses ``input_image`` carry an ``image_url`` (xAI: file_id only is rejected)."""
     chat_tool_media: bool = False
-    """May a Chat ``role:"tool"`` message carry image/file/audio parts (R3, R4, R7)."""
+    """May a Chat ``role:"tool"`` message carry image/file/audio parts (OpenAI, DeepSeek: no)."""
     chat_tool_text_array: bool = True
-    """May a Chat tool message's content be an array of text parts (R3) rather than only a string (R7)."""
+    """May a Chat tool message's content be an array of text parts (OpenAI) rather than only a string (DeepSeek)."""
     anthropic_tool_result_media: bool = True
     """May an Anthropic ``tool_result`` carry image blocks (Anthropic docs)."""
     media_input: bool = True
     """May a request carry image/file parts at all. False: every model is text-only, whatever the catalogue
-    says or does not know (R7: DeepSeek answers ``unknown variant `image_url`, expected `text``` for any
+    says or does not know (DeepSeek answers ``unknown variant `image_url`, expected `text``` for any
     model), unless a profiles-file ``input`` names its modalities."""
     anthropic_system_messages: bool = True
-    """May an Anthropic ``messages[]`` entry have ``role:"system"`` (mid-conversation system messages, which
-    Claude Code sends since 2.1.154). False: folded into user messages (session-killers §2.3: DeepSeek 400
-    ``unknown variant `system` ``, GLM 422 ``Input should be 'user' or 'assistant'``, MiniMax 400 ``(2013)``)."""
+    """May an Anthropic ``messages[]`` entry have ``role:"system"`` (mid-conversation system messages, sent by Claude
+    Code since 2.1.154). False: folded into user messages (DeepSeek 400 ``unknown variant `system` ``, GLM 422 ``Input
+    should be 'user' or 'assistant'``, MiniMax 400 ``(2013)``; docs/evidence.md, "Anthropic-compatible vendors")."""
     chat_reasoning_content: bool = False
-    """Must a Chat assistant turn be replayed with the ``reasoning_content`` it was answered with (thinking mode:
-    DeepSeek 400 ``The `reasoning_content` in the thinking mode must be passed back to the API.``, Kimi 400
-    ``thinking is enabled but reasoning_content is missing in assistant tool call message at index N``,
-    session-killers §3.1). True: restore-reasoning-content gives it back from memory where it was lost."""
+    """Must a Chat assistant turn be replayed with the ``reasoning_content`` it was answered with (thinking mode;
+    docs/evidence.md, "Reasoning and thinking replay": DeepSeek 400 ``The `reasoning_content` in the thinking mode
+    must be passed back to the API.``, Kimi 400 ``thinking is enabled but reasoning_content is missing in assistant
+    tool call message at index N``). True: restore-reasoning-content gives it back from memory where it was lost."""
     anthropic_signed_thinking: bool = False
     """Does the upstream verify the ``signature`` of every thinking block against its own (Anthropic:
-    ``messages.N.content.M: Invalid `signature` in `thinking` block``, session-killers §3.2). True: blocks whose
-    form shows they are not its own (no or an empty signature, a message-UUID signature) leave the older turns
-    up front; a rejection naming a block teaches the rest on any upstream (drop-foreign-thinking)."""
+    ``messages.N.content.M: Invalid `signature` in `thinking` block``, anthropics/anthropic-sdk-python #1598).
+    True: blocks whose form shows they are not its own (no or an empty signature, a message-UUID signature) leave
+    the older turns up front; a rejection naming a block teaches the rest on any upstream (drop-foreign-thinking)."""
     # -- images (fit-images): what one inline image may be; None / a missing value: no such limit -----------
     image_formats: tuple[str, ...] | None = None
     """The image formats taken as they are (``jpeg``, ``png``, ``gif``, ``webp``, ``bmp``, ``tiff``, ``svg``); another
@@ -142,27 +142,27 @@ FLAGS = tuple(n for n, f in Profile.model_fields.items() if f.annotation is bool
 SETTINGS = tuple(n for n in Profile.model_fields if n not in ("name", "catalogue"))
 """Everything a profiles file may set: the flags and the image limits (whole numbers, a list of formats)."""
 
-# Image limits, evidence in ../shared/reference/session-killers.md §4 (SK) and wire-formats.md (WF).
+# Image limits: the texts and their public sources are in docs/evidence.md, "Image limits per upstream".
 # Anthropic: ≤ 5 MB per image measured on the base64 string (5242880; a 4 MB screenshot is over it: "image
 # exceeds 5 MB maximum: 11641928 bytes > 5242880 bytes"), ≤ 8000 px a side, ≤ 2000 px once a request holds
-# more than 20 images ("… for many-image requests: 2000 pixels"), JPEG/PNG/GIF/WebP only (SK §4 [247][248]
-# [252][253][255]); the declared media_type is checked against the bytes ("Image does not match the provided
-# media type image/png", anthropics/claude-code #6300, #13131, #15746; any other type: "…media_type: Input should be
-# 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", anthropics/claude-code #8184).
+# more than 20 images ("… for many-image requests: 2000 pixels"), JPEG/PNG/GIF/WebP only (its vision docs,
+# lobehub/lobehub #14711, anthropics/claude-code #4778, #49537); the declared media_type is checked against the
+# bytes ("Image does not match the provided media type image/png", anthropics/claude-code #6300, #13131, #15746;
+# any other type: "…media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", #8184).
 _ANTHROPIC_IMAGES: dict[str, Any] = dict(
     image_formats=("jpeg", "png", "gif", "webp"), image_media_type_checked=True, image_max_base64=5_242_880,
     image_max_side=8000, image_many_count=20, image_many_side=2000, image_undecodable_refused=True)
-# OpenAI: PNG, JPEG, WebP and non-animated GIF (SK §4: "You uploaded an unsupported image…" invalid_image_format;
-# Codex's view_image of an SVG: "The image data you provided does not represent a valid image…"). Size: the
-# spec caps a tool output's image_url at 20971520 characters (WF §1.3), which, less a data URL's head
-# (``data:image/jpeg;base64,``), leaves 20971496 for its base64: stricter than the guide's "20 MB per image"
-# (a mirror, UNCERTAIN), and applied to every image, as the strict reading.
+# OpenAI: PNG, JPEG, WebP and non-animated GIF ("You uploaded an unsupported image…" invalid_image_format,
+# STranslate/STranslate #277; Codex's view_image of an SVG: "The image data you provided does not represent a valid
+# image…", openai/codex #7459). Size: the spec caps a tool output's image_url at 20971520 characters
+# (openai/openai-openapi), which, less a data URL's head (``data:image/jpeg;base64,``), leaves 20971496 for its base64:
+# stricter than the guide's "20 MB per image" (a mirror, UNCERTAIN), and applied to every image, as the strict reading.
 _OPENAI_IMAGES: dict[str, Any] = dict(
     image_formats=("png", "jpeg", "webp", "gif"), image_gif_animated=False, image_max_base64=20_971_496,
     image_undecodable_refused=True)
-# xAI: JPEG and PNG only (SK §4 [260][261]; a WebP screenshot: "Invalid request content: Downloaded response does
-# not contain a valid JPG or PNG image."). Size UNCERTAIN: 10 MiB per an older docs mirror, 20 MiB per docs.x.ai;
-# the stricter is taken. Its reported 400 for images under 8×8 px is secondhand: not acted on.
+# xAI: JPEG and PNG only (docs.x.ai, image understanding; a WebP screenshot: "Invalid request content: Downloaded
+# response does not contain a valid JPG or PNG image."). Size UNCERTAIN: 10 MiB per an older docs mirror, 20 MiB
+# per docs.x.ai; the stricter is taken. Its reported 400 for images under 8×8 px is secondhand: not acted on.
 _XAI_IMAGES: dict[str, Any] = dict(image_formats=("jpeg", "png"), image_max_bytes=10 * 1024 * 1024,
                                    image_undecodable_refused=True)
 # An upstream llmfix does not know (Gemini's OpenAI-compatible API, Ollama, vLLM, LM Studio, Mistral, Groq, a
@@ -197,9 +197,9 @@ BUILTIN: dict[str, Profile] = {
                 chat_reasoning_content=True),
         # DeepSeek's Messages API reference lists image blocks (base64, url, file) as supported, in user
         # content and in tool_result content: no media_input=false here, no catalogue (its text-only entries
-        # describe the Chat API). Mid-conversation system messages: 400 (session-killers §2.3).
-        # Its compatibility table lists base64 images as JPEG, PNG, GIF and WebP (SK §2.3 [121][122]); no size
-        # limit is published.
+        # describe the Chat API). Mid-conversation system messages: 400. Its compatibility table lists base64 images
+        # as JPEG, PNG, GIF and WebP (api-docs.deepseek.com anthropic_api); no size limit is published. Evidence:
+        # docs/evidence.md, "Anthropic-compatible vendors".
         Profile(name="deepseek-anthropic", anthropic_system_messages=False,
                 image_formats=("jpeg", "png", "gif", "webp"), image_undecodable_refused=True),
         Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True, **_ANTHROPIC_IMAGES),
@@ -210,8 +210,8 @@ BUILTIN: dict[str, Profile] = {
         # learned from it. Learned flags are per upstream, not per model: once learned, every model behind it gets
         # the vendor's limits (the stricter; images still go, smaller).
         Profile(name="openrouter", catalogue="openrouter", **_ANY_UPSTREAM_IMAGES),
-        # Anthropic-compatible endpoints (session-killers §2.1, §2.3). The Chat side of these vendors gets the
-        # spec reading; only the Messages side has known rejections.
+        # Anthropic-compatible endpoints (docs/evidence.md, "Anthropic-compatible vendors"). The Chat side of these
+        # vendors gets the spec reading; only the Messages side has known rejections.
         Profile(name="glm", catalogue="zhipuai"),
         Profile(name="glm-anthropic", catalogue="zhipuai", anthropic_system_messages=False),  # 422
         Profile(name="qwen", catalogue="alibaba"),
@@ -219,8 +219,8 @@ BUILTIN: dict[str, Profile] = {
         Profile(name="minimax", catalogue="minimax"),
         Profile(name="minimax-anthropic", catalogue="minimax", anthropic_system_messages=False),  # 400 (2013)
         # Kimi's thinking models (kimi-k2-thinking, K2.5 and later) on its OpenAI-compatible API: 400 ``thinking is
-        # enabled but reasoning_content is missing…`` (session-killers §3.1). UNCERTAIN which models and requests
-        # have thinking on; a turn answered without reasoning gave none to restore.
+        # enabled but reasoning_content is missing…`` (continuedev/continue #11600, mastra-ai/mastra #12592). UNCERTAIN
+        # which models and requests have thinking on; a turn answered without reasoning gave none to restore.
         Profile(name="moonshot", catalogue="moonshotai", chat_reasoning_content=True),
         # Kimi publishes no contract for its Anthropic endpoint; no rejection text is known. Inference: its
         # chat-template backend takes no system turn mid-conversation, like the others; the fold sends what

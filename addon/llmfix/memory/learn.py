@@ -1,8 +1,9 @@
 """Learning tool calls (and reasoning) from responses, without touching them.
 
 A model's tool calls are declared in the response that issues them; a broken client may later drop
-the declaration from its history (B2). This module reads those calls so memory can restore them, and
-the :class:`~llmfix.memory.store.Reasoning` records the reasoning repairs need:
+the declaration from its history (Factory Droid trims its ``tool_calls``, see untangle-tool-run). This
+module reads those calls so memory can restore them, and the :class:`~llmfix.memory.store.Reasoning` records
+the reasoning repairs need:
 
 - :class:`StreamLearner` watches an SSE response chunk by chunk as mitmproxy's stream callable sees it
   (transfer-decoded, still content-encoded, chunk boundaries unrelated to event boundaries) and reports

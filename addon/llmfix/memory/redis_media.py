@@ -2,10 +2,10 @@
 
 Why: a gateway's leg to its upstream may pass through another llmfix instance than its client's leg
 (a load balancer in front of the fleet). The client leg's instance writes what each tool result carried
-before forwarding the request; the gateway leg's instance reads it, so the image the gateway dropped (B1)
-comes back whichever instance each leg reached. Same rules as the in-process
-:class:`~llmfix.memory.media_window.MediaWindow`: per call id only the latest observation, from another
-request, while that request is in flight or ended at most ``window_s`` ago.
+before forwarding the request; the gateway leg's instance reads it, so the image the gateway dropped (as
+axonhub did before its fix, see restore-tool-media) comes back whichever instance each leg reached. Same rules as
+the in-process :class:`~llmfix.memory.media_window.MediaWindow`: per call id only the latest observation, from
+another request, while that request is in flight or ended at most ``window_s`` ago.
 
 Layout: ``llmfix:media:<call id>`` → a hash ``{flow, token, data}`` (``data`` = JSON of the tool result:
 its pieces, data URLs included, and the media after it in the same request); ``llmfix:media-ids``, the set

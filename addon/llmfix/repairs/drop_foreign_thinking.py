@@ -2,11 +2,12 @@
 
 Bug — an Anthropic thinking block is bound to the upstream and model that signed it. After a model or provider
 switch (a router's detour, openclaw's fallback, opencode or hermes switching models, a Kimi/MiniMax/DeepSeek turn
-replayed to Claude) or a resume that lost or truncated signatures, older assistant turns carry blocks Anthropic
-did not sign, and every later turn is rejected: 400 ``messages.N.content.M: Invalid `signature` in `thinking`
-block``, or ``messages.N.content.M.thinking.signature: Field required`` (opencode #25005, openclaw, weave-os
-router, llxprt, oh-my-pi #6379, Claude Code #21726; session-killers §3.2). Anthropic staff: the check fails when a
-block differs in any way from what was returned, or comes from another model (anthropic-sdk-python #1598).
+replayed to Claude) or a resume that lost or truncated signatures, older assistant turns carry blocks Anthropic did
+not sign, and every later turn is rejected: 400 ``messages.N.content.M: Invalid `signature` in `thinking` block``,
+or ``messages.N.content.M.thinking.signature: Field required`` (anomalyco/opencode #25005, openclaw/openclaw
+#107221, weave-os/router #860, vybestack/llxprt-code #2335, can1357/oh-my-pi #6379, anthropics/claude-code #21726;
+docs/evidence.md, "Reasoning and thinking replay"). Anthropic staff: the check fails when a block differs in any way
+from what was returned, or comes from another model (anthropic-sdk-python #1598).
 
 What it does. Only assistant messages before the latest one are touched; the latest is left byte-identical
 (``… in the latest assistant message cannot be modified``). In them, a ``thinking`` / ``redacted_thinking`` block
@@ -21,8 +22,8 @@ is dropped — its visible neighbours (text, tool_use, everything else) kept, in
 2. on an upstream whose profile says it verifies signatures (``anthropic_signed_thinking``: Anthropic), its form
    says it is not the upstream's own: a thinking block without a signature or with an empty one, a
    ``redacted_thinking`` without data, or a signature that is a UUID (DeepSeek's ``/anthropic`` signs with the
-   message id, session-killers §3.1; an Anthropic signature is a long opaque token) — unless memory saw this very
-   upstream issue that block: blocks an upstream did sign stay, whoever it is.
+   message id, NousResearch/hermes-agent #21048; an Anthropic signature is a long opaque token) — unless memory saw
+   this very upstream issue that block: blocks an upstream did sign stay, whoever it is.
 
 A block memory saw another upstream issue is not dropped on that ground alone: two routes may reach the same
 signer (a gateway and api.anthropic.com; Anthropic's signatures are said to be valid across its platforms), and
@@ -33,7 +34,7 @@ Anthropic also wants a message's thinking blocks first (``If an assistant messag
 the first block must be thinking``): when a drop leaves a kept one behind visible content, the message's
 remaining thinking blocks go too. A message left with no content at all (it held only foreign thinking) is
 dropped whole: Anthropic rejects empty messages ("all messages must have non-empty content", DeepSeek's version
-of the same trap, session-killers §3.1 [24]), consecutive user turns are accepted and merged, and the message
+of the same trap, CoreInfraAI/opencode-plugin #6), consecutive user turns are accepted and merged, and the message
 carried nothing the upstream could read. Never invents, never edits a block: a block stays exactly as it came or
 goes whole. Upstreams with neither a profile flag nor a rejection (DeepSeek ``/anthropic``, which keeps unsigned
 blocks and needs its own, Kimi, which does not check) are never touched.

@@ -1,15 +1,15 @@
 """drop-unverifiable-reasoning: reasoning state the upstream said it cannot verify or does not hold, removed.
 
-The bug. A reasoning item's ``encrypted_content`` can only be read by the organization (account, key) that
-produced it. Replayed to another — a Codex thread after an account switch, a gateway rotating channels or keys
-(new-api, sub2api), an old thread after an account change — OpenAI answers 400 ``The encrypted content for item
-rs_… could not be verified. Reason: …`` (``code: invalid_encrypted_content``; older form ``The encrypted content
-gAAA...DQ== could not be verified.``; also ``… organization_id did not match the target organization``), and
-Codex users see their thread "die": every later turn replays the same items (openai/codex #8119, #8145,
-#13724; session-killers.md §3.3). With ``store: false`` an item the server would have to look up by its id (a
-reasoning item referenced by id only, an ``item_reference``) is not there: ``Item with id 'rs_…' not found. Items
-are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your
-input.`` (a 404 in one report; opencode, oh-my-pi, CLIProxyAPI: session-killers §1.2).
+The bug. A reasoning item's ``encrypted_content`` can only be read by the organization (account, key) that produced
+it. Replayed to another — a Codex thread after an account switch, a gateway rotating channels or keys (new-api,
+sub2api), an old thread after an account change — OpenAI answers 400 ``The encrypted content for item rs_… could not
+be verified. Reason: …`` (``code: invalid_encrypted_content``; older form ``The encrypted content gAAA...DQ== could
+not be verified.``; also ``… organization_id did not match the target organization``), and Codex users see their
+thread "die": every later turn replays the same items (openai/codex #8119, #8145, #13724; Wei-Shaw/sub2api #2863,
+QuantumNous/new-api #4662). With ``store: false`` an item the server would have to look up by its id (a reasoning
+item referenced by id only, an ``item_reference``) is not there: ``Item with id 'rs_…' not found. Items are not
+persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.``
+(a 404 in one report, can1357/oh-my-pi #41; also anomalyco/opencode #7724, router-for-me/CLIProxyAPI #2381).
 
 Only the upstream can judge either, so this repair acts on what its rejection taught (``retry/rejections.py``
 notes ``responses.refused`` records for that upstream, then the request is repaired and resent once, and every

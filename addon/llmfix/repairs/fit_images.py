@@ -1,8 +1,8 @@
 """fit-images: an image over the upstream's limits, or in a format it refuses, is made into one it takes.
 
 Bug — an image the upstream refuses stays in the client's history, so every later turn is refused again, and
-users cut their session files by hand or start over (reference/session-killers.md §4, the tenth of its most
-frequent killers):
+users cut their session files by hand or start over (docs/evidence.md, "Image limits per upstream"; the tenth of
+the most often reported session killers, "Why one bad request fails every later turn"):
 
 - Anthropic, from Claude Code (a pasted or read screenshot): ``messages.44.content.1.image.source.base64:
   image exceeds 5 MB maximum: 11641928 bytes > 5242880 bytes`` (the limit is on the base64 text: a 4 MB
@@ -13,7 +13,7 @@ frequent killers):
   are not its declared type: ``… Image does not match the provided media type image/png`` (#6300, #13131).
 - OpenAI, from Codex: ``view_image`` of an ``.svg`` → ``The image data you provided does not represent a valid
   image. Please check your input and try again with one of the supported image formats: ['image/jpeg',
-  'image/png', 'image/gif', 'image/webp'].`` and the thread cannot recover (session-killers [3]). OpenAI takes
+  'image/png', 'image/gif', 'image/webp'].`` and the thread cannot recover (openai/codex #7459). OpenAI takes
   no animated GIF either.
 - xAI takes JPEG and PNG only: a WebP screenshot → ``Invalid request content: Downloaded response does not
   contain a valid JPG or PNG image.``

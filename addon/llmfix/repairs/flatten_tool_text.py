@@ -1,6 +1,6 @@
 """flatten-tool-text: a Chat tool message's array of text parts becomes one string.
 
-Bug B5 — clients (and llmfix's own hoist, which leaves text parts behind) send ``content:
+Bug — clients (and llmfix's own hoist, which leaves text parts behind) send ``content:
 [{"type":"text",…}]`` in ``role:"tool"`` messages; DeepSeek accepts only a string there and answers 400
 ``Failed to deserialize the JSON body into the target type: messages[N]: invalid type: sequence,
 expected a string`` (Gitlawb/openclaude #774, QwenLM/qwen-code #2320). On profiles with

@@ -1,15 +1,16 @@
 """fold-system-messages: ``role:"system"`` entries of an Anthropic ``messages[]`` become user-message text.
 
-Bug B7 — Claude Code since 2.1.154 sends mid-conversation system messages (its environment, agent and
+Bug — Claude Code since 2.1.154 sends mid-conversation system messages (its environment, agent and
 skill lists, reminders) inside ``messages[]`` for its default model and for model ids it does not know;
 the one for the default model also carries a message-level ``output_config``. Anthropic accepts them; the
 Anthropic-compatible endpoints people point ``ANTHROPIC_BASE_URL`` at do not: DeepSeek ``/anthropic`` 400
 ``messages[1].role: unknown variant `system`, expected `user` or `assistant` `` (deepseek-ai/DeepSeek-V3
 #1370, anthropics/claude-code #63366), GLM 422 ``Input should be 'user' or 'assistant'`` (zai-org/GLM-5
 #74), Qwen (QwenLM/Qwen #2244), MiniMax 400 ``invalid params, chat content has invalid message role:
-system (2013)`` (session-killers §2.3). Evidence of the target shape: the fixture
-``claude-code/sonnet45__single_png__turn2.json``, where Claude Code sends the same content to a model
-without the feature as ``<system-reminder>…</system-reminder>`` text blocks in a user message.
+system (2013)`` (MiniMax-AI/MiniMax-M2.7 #43; docs/evidence.md, "Anthropic-compatible vendors"). Evidence of
+the target shape: the fixture ``tests/fixtures/claude-code/sonnet45__single_png__turn2.json``, where Claude Code
+sends the same content to a model without the feature as ``<system-reminder>…</system-reminder>`` text blocks in
+a user message.
 
 On profiles with ``anthropic_system_messages = false`` each run of consecutive system messages is folded,
 in order and whole, as ``<system-reminder>`` text blocks (one per text block, or one for string content):

@@ -1,18 +1,19 @@
 """hoist-tool-media: tool-result media move to ONE user message right after the run of tool results.
 
-Bugs: B3 — pi-ai / openclaw send Responses ``function_call_output.output`` as an array
+Two bugs. pi-ai / openclaw send Responses ``function_call_output.output`` as an array
 ``[input_text, input_image]``; xAI accepts only a string there and answers 422 ``Failed to deserialize
 the JSON body into the target type: input: data did not match any variant of untagged enum ModelInput``
-(openclaw #57981; captures ``fixtures/pi-ai/xai_responses*.json``). B4 — gateways converting to Chat
-Completions leave ``image_url`` parts inside ``role:"tool"`` messages; OpenAI answers 400 "Image URLs are
-only allowed for messages with role 'user'…", DeepSeek ``unknown variant `image_url```.
+(openclaw/openclaw #57981; captures ``tests/fixtures/pi-ai/xai_responses*.json``). And gateways converting to
+Chat Completions leave ``image_url`` parts inside ``role:"tool"`` messages; OpenAI answers 400 "Image URLs are
+only allowed for messages with role 'user'…", DeepSeek ``unknown variant `image_url``` (docs/evidence.md, "What
+each API takes in a tool result").
 
 Repair (the canonical one of LiteLLM #34462, sub2api #6325, commandcode-proxy #49): each tool result
 keeps its text (or a short placeholder saying where its media went) and all media of the run go, in
 call order and labelled by call id, into ONE user message inserted right after the run of consecutive
-tool results — never after each result (that re-creates B2) and never at the end of the input (that
-reorders older turns, openclaw's mistake). Media the model cannot take (per the model catalogue) or
-the upstream cannot take at all (an ``input_image`` with only a ``file_id`` for xAI) are replaced by a
+tool results — never after each result (that re-creates Droid's broken run, see untangle-tool-run) and never at
+the end of the input (that reorders older turns, openclaw's mistake). Media the model cannot take (per the model
+catalogue) or the upstream cannot take at all (an ``input_image`` with only a ``file_id`` for xAI) are replaced by a
 placeholder naming them, and the change log records each drop.
 """
 

@@ -1,11 +1,12 @@
 """omit-unsupported-media: a model that takes no image (or file) input gets none, anywhere in the request.
 
-Bug B10 — opencode 1.18.33 with model ``deepseek-chat`` (declared with image input in the user's config)
+Bug — opencode 1.18.33 with model ``deepseek-chat`` (declared with image input in the user's config)
 puts a tool's image in a synthetic user message ``Attached media from tool result:`` + ``image_url``
-(capture ``fixtures/opencode/chat__deepseek-chat__single_png__turn2.json``). DeepSeek's Chat API rejects
+(capture ``tests/fixtures/opencode/chat__deepseek-chat__single_png__turn2.json``). DeepSeek's Chat API rejects
 any ``image_url`` part anywhere: 400 ``Failed to deserialize the JSON body into the target type:
-messages[4]: unknown variant `image_url`, expected `text``` (wire-formats.md §7), and since the image stays
-in the history, every later turn fails too. hoist-tool-media only gates media inside tool results.
+messages[4]: unknown variant `image_url`, expected `text``` (esengine/DeepSeek-Reasonix #7859; docs/evidence.md,
+"Which models take images"), and since the image stays in the history, every later turn fails too.
+hoist-tool-media only gates media inside tool results.
 
 Repair: when the profile (``media_input = false``), the models.dev catalogue or a profiles-file ``input``
 says the model takes no image (or file) input, every image and file part anywhere — user and other

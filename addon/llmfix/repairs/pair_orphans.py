@@ -1,10 +1,11 @@
 """pair-tool-calls, pass 2: results whose call is declared nowhere (Responses, Anthropic), and second results.
 
-Part of :mod:`llmfix.repairs.pair_tool_calls` (bug B6, its docstring has the clients and the evidence):
-a result whose call is gone gets its declaration back from llmfix's memory when llmfix saw the call, else
-its content is kept in a user message naming the call id; a second result for an answered call moves to a
-user message after the run. Skipped for requests holding server-side state (``previous_response_id``,
-``conversation``, ``item_reference``), whose outputs may answer calls held upstream.
+Part of :mod:`llmfix.repairs.pair_tool_calls` (a broken tool history after an interrupted call, a crash, a resume
+or a compaction; its docstring has the clients and the evidence): a result whose call is gone gets its declaration
+back from llmfix's memory when llmfix saw the call, else its content is kept in a user message naming the call id;
+a second result for an answered call moves to a user message after the run. Skipped for requests holding
+server-side state (``previous_response_id``, ``conversation``, ``item_reference``), whose outputs may answer calls
+held upstream.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ type 'reasoning' was provided without its required following item.``). Clients t
 the ids (Mastra with o3 / gpt-5, agency-swarm, Cline with gpt-5.5, Continue), that move them (Continue put
 function calls between a reasoning item and its message), or that drop the item a reasoning item produced
 (Vercel AI SDK, openai-agents, OpenHands sending a message without its ``id``) get that 400 on that turn and on
-every later one (reference/session-killers.md §3.3; wire-formats.md §1.4, §1.7).
+every later one (mastra-ai/mastra #8738, cline/cline #12242, continuedev/continue #11994, vercel/ai #7099;
+docs/evidence.md, "Reasoning and thinking replay").
 
 What it does, judged by what the upstream issued (``dialects/responses/learn.py``: which reasoning item each item
 followed, which item followed each reasoning item) and by the upstream's own rejection, which names both ids
@@ -20,7 +21,7 @@ followed, which item followed each reasoning item) and by the upstream's own rej
   it. Nothing else moves.
 - an item whose reasoning item is not in the request: its ``id`` is removed; its ``call_id``, name, arguments
   and content stay, so pairing by ``call_id`` is untouched. An item without an id needs no reasoning item
-  (pi-ai drops the ``fc_`` id for this very reason, wire-formats.md §1.4).
+  (pi-ai drops the ``fc_`` id for this very reason: ``openai-responses-shared.ts`` in badlogic/pi-mono).
 - a reasoning item whose produced item is not in the request (or that the upstream rejected for lacking it): the
   reasoning item is dropped (its hidden reasoning cannot be replayed without the item it led to), and the ids of
   the items that needed it are removed; without a memory of those, the ids of its turn (the calls and messages
@@ -29,7 +30,7 @@ followed, which item followed each reasoning item) and by the upstream's own rej
 With nothing in memory and no rejection it changes nothing: it never guesses which item a reasoning item led to
 and never invents one. With ``previous_response_id`` / ``conversation`` the input carries only what the server
 does not hold yet, so a reasoning item missing from it may well be in the server's chain, and an item id the
-server already holds would be a duplicate anyway (``Duplicate item found with id …``, session-killers §1.2):
+server already holds would be a duplicate anyway (``Duplicate item found with id …``, openai-agents-python #1789):
 there it acts only on what the upstream's rejection said. Valid histories — Codex's own turns, reasoning items
 present and in order — leave byte-identical.
 """

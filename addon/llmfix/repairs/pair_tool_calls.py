@@ -1,6 +1,6 @@
 """pair-tool-calls: every tool call answered once, every answer declared, ids unique — in all three dialects.
 
-Bug B6 — every agent after an interrupted tool call, a crash, a resume or a compaction: the history
+Bug — every agent after an interrupted tool call, a crash, a resume or a compaction: the history
 holds a call without its result or a result without its call, the strict upstream answers 400, and the
 client replays the same history on every later turn. Claude Code (anthropics/claude-code #473, #1894,
 #3639: ``messages.N: `tool_use` ids were found without `tool_result` blocks immediately after …``, and
@@ -9,10 +9,10 @@ during a tool call, then ``No tool output found for function call …`` on every
 clients (``No tool call found for function call output with call_id …``), OpenAI-compatible Chat
 upstreams (``An assistant message with 'tool_calls' must be followed by tool messages responding to each
 'tool_call_id'…``, qwen-code #199), opencode #5750 / #10616, goose #2951, copilot-cli #3183, pi #4189.
-Bug B8 — opencode with Mistral-like model ids cuts tool-call ids to 9 alphanumerics, so two parallel
-calls are both ``callmock0`` (capture ``opencode/chat__mistral-medium-latest__two_png__turn2.json``);
+A second bug — opencode with Mistral-like model ids cuts tool-call ids to 9 alphanumerics, so two parallel
+calls are both ``callmock0`` (capture ``tests/fixtures/opencode/chat__mistral-medium-latest__two_png__turn2.json``);
 OpenAI answers ``Invalid parameter: Duplicate value for 'tool_call_id' …`` (agno-agi/agno #5116), and
-empty Responses ``call_id``s are rejected likewise. Texts: reference/session-killers.md §1.
+empty Responses ``call_id``s are rejected likewise. Texts: docs/evidence.md, "Pairing and ordering texts".
 
 Written once over the dialect-neutral view of :mod:`llmfix.wire.toolpairs`, in three passes:
 

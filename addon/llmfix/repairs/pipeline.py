@@ -7,12 +7,12 @@ the other repairs see the request as the client meant it (restore pairs results 
 the ids as the client sent them); untangle-tool-run then rebuilds Droid's broken Chat runs and settles Chat
 orphans; pair-tool-calls comes next, on untangled runs: it makes ids unique, settles Responses/Anthropic
 orphans and answers every unanswered call, so that a run is complete before media are hoisted out of it
-and the hoisted user message lands after the whole run, placeholders included (DESIGN §6); Responses reasoning
-items come right after pairing, when every call and message the request will carry is in place (pairing may put
-back a call, without an id): drop-unverifiable-reasoning removes what the upstream said it cannot verify or does
-not hold, then pair-reasoning-items puts each remaining reasoning item before the item it produced and removes
-the ids that would ask for a missing one — before hoisting, whose user message lands after a run of tool
-results and so never between a reasoning item and the item it produced; media a
+and the hoisted user message lands after the whole run, placeholders included (a user message inside a run breaks it,
+see hoist-tool-media); Responses reasoning items come right after pairing, when every call and message the request
+will carry is in place (pairing may put back a call, without an id): drop-unverifiable-reasoning removes what the
+upstream said it cannot verify or does not hold, then pair-reasoning-items puts each remaining reasoning item before
+the item it produced and removes the ids that would ask for a missing one — before hoisting, whose user message lands
+after a run of tool results and so never between a reasoning item and the item it produced; media a
 text-only model cannot take are then omitted everywhere else; the images left are then fitted to the
 upstream's limits (fit-images: after omit, so an image the model cannot take is never decoded for nothing,
 and after every repair that moves or restores images, so that it fits them where they will be sent and

@@ -5,7 +5,7 @@ Bug — DeepSeek's and Kimi's Chat APIs in thinking mode answer each turn with i
 DeepSeek 400 ``The `reasoning_content` in the thinking mode must be passed back to the API.`` (older:
 ``Missing `reasoning_content` field in the assistant message at message index N``), Kimi 400 ``thinking is
 enabled but reasoning_content is missing in assistant tool call message at index N`` — on that turn and every
-later one (session-killers §3.1, wire-formats §7). Clients that lose it: Factory Droid BYOK strips it
+later one (docs/evidence.md, "Reasoning and thinking replay"). Clients that lose it: Factory Droid BYOK strips it
 (Factory-AI/factory #1091; ``tests/fixtures/droid/*``: the assistant message has no such field), opencode sends
 ``"reasoning_content": ""`` (``tests/fixtures/opencode/chat__deepseek-chat__single_png__turn2.json``), pi,
 qwen-code, gateways converting from Anthropic (cc-switch).
@@ -21,21 +21,21 @@ made alike with different reasoning (the same first command) is ambiguous in mem
 either. A message that carries a non-empty reasoning keeps it, even one that differs from the
 record: the client's is never overwritten.
 
-Which messages (the scope is UNCERTAIN in session-killers §3.1): the assistant messages of every user-to-user
-span that holds a tool call, the span still open after the last user message included. That is DeepSeek's own
-rule (api-docs.deepseek.com thinking_mode: without a tool call between two user messages the reasoning "need
-not" be sent and is ignored; with one it must be sent back in all later turns), it covers the one report of a
-text-only message being rejected (hermes-agent #14941: a plain reply between two tool-call turns, i.e. inside
-such a span), and it covers Kimi's text, which names only tool-call messages. Outside those spans a missing
-reasoning is left missing: DeepSeek ignores it there, and a request that is valid stays byte-identical (the
-reports that it is needed on "every" assistant message come from clients padding ``""`` everywhere, hermes-agent
-#15717, not from a rejection outside such a span).
+Which messages (the scope is UNCERTAIN: docs/evidence.md, "Reasoning and thinking replay"): the assistant messages
+of every user-to-user span that holds a tool call, the span still open after the last user message included. That is
+DeepSeek's own rule (api-docs.deepseek.com thinking_mode: without a tool call between two user messages the
+reasoning "need not" be sent and is ignored; with one it must be sent back in all later turns), it covers the one
+report of a text-only message being rejected (hermes-agent #14941: a plain reply between two tool-call turns, i.e.
+inside such a span), and it covers Kimi's text, which names only tool-call messages. Outside those spans a missing
+reasoning is left missing: DeepSeek ignores it there, and a request that is valid stays byte-identical (the reports
+that it is needed on "every" assistant message come from clients padding ``""`` everywhere, hermes-agent #15717, not
+from a rejection outside such a span).
 
 Nothing recorded (the turn streamed past another llmfix, or before this one ran), or only ambiguously: the message
 goes as it is, and the upstream answers its own 400. Never invented: a placeholder is not the model's reasoning,
 and it is no sure way through either — DeepSeek V4 rejected ``"."`` with the same 400 (can1357/oh-my-pi #897), an
 empty string was rejected as missing (HKUDS/nanobot #946, the V3.2-era text), while hermes-agent pads ``""`` and
-reports sessions working (hermes-agent #15717): whether ``""`` passes is UNCERTAIN (session-killers §3.1), and
+reports sessions working (hermes-agent #15717): whether ``""`` passes is UNCERTAIN (docs/evidence.md), and
 sending it would hide the lost reasoning from the model without saying so. Whether the request has thinking on is
 not judged: a turn answered without thinking left no record, so nothing is added to it.
 """

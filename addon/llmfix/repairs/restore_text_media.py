@@ -1,11 +1,12 @@
 """restore-text-media: a tool result whose whole text is serialized media gets its images back as image parts.
 
-Bug B9 — opencode 1.18.33 with ``@ai-sdk/xai`` (a custom provider, or the built-in ``xai`` provider with
+Bug — opencode 1.18.33 with ``@ai-sdk/xai`` (a custom provider, or the built-in ``xai`` provider with
 its base URL overridden) sends a ``read`` tool's image as TEXT: the ``role:"tool"`` message's ``content``
 is a JSON string of AI-SDK parts, ``[{"type":"text","text":"Image read successfully"},{"type":"image-data",
-"data":"iVBOR…","mediaType":"image/png"}]`` (capture ``fixtures/opencode/xai-builtin__grok-4__two_png__
-turn2.json``). xAI answers 200: the model never sees the image, describes one anyway, and pays tokens for
-the base64 — the same silent loss as B1.
+"data":"iVBOR…","mediaType":"image/png"}]`` (seen in the capture
+``tests/fixtures/opencode/xai-builtin__grok-4__two_png__turn2.json``; no public report is recorded). xAI answers
+200: the model never sees the image, describes one anyway, and pays tokens for the base64 — the same silent loss
+as a gateway dropping a tool result's image (restore-tool-media).
 
 Repair: a tool result (Chat ``tool`` message, Responses ``*_call_output``, Anthropic ``tool_result``) whose
 whole text — its string content, or one of its text parts — is exactly one of the shapes

@@ -1,9 +1,10 @@
 """restore-tool-media: put back tool-result media that a gateway dropped, from the client's own request.
 
-Bug B1 — a gateway converting Responses → internal → Responses (axonhub before PR #2117) turned a
+Bug — a gateway converting Responses → internal → Responses (axonhub before PR #2117) turned a
 ``function_call_output`` whose output was ``[input_image]`` into ``"output": ""``, and text + image
 into the text alone. The upstream answers 200 and the model describes an image it never saw
-(wire-formats.md §5.1; the client side is Codex's ``view_image``, ``fixtures/codex/turn2_request.json``).
+(looplj/axonhub PR #2117; docs/evidence.md, "Tool-result media lost on the way"; the client side is Codex's
+``view_image``, ``tests/fixtures/codex/turn2_request.json``).
 
 When llmfix sits on both legs — client → gateway and gateway → upstream — it saw the client's request
 a moment before the gateway's. A tool result with no media, whose text is empty or the same as the

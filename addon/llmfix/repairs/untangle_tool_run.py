@@ -1,12 +1,12 @@
 """untangle-tool-run: a Chat tool run broken by interleaved user messages and trimmed declarations.
 
-Bug B2 — Factory Droid 0.215.0 and 0.225.2 (BYOK ``generic-chat-completion-api``): after a turn with
+Bug — Factory Droid 0.215.0 and 0.225.2 (BYOK ``generic-chat-completion-api``): after a turn with
 two or more tool calls whose non-final result is an image, Droid sends each ``tool`` message followed
 by a ``user`` message "Image content from tool result:" + ``image_url``, then trims the assistant's
 ``tool_calls`` to the unbroken run, so the later calls lose their declaration and their tool messages
 become orphans. Strict upstreams answer 400 ``Messages with role 'tool' must be a response to a
 preceding message with 'tool_calls'`` on that turn and on every later one (Factory-AI/factory #31, #32;
-captures ``fixtures/droid/*two_images__turn2.json``).
+captures ``tests/fixtures/droid/*two_images__turn2.json``).
 
 Repair, in the span after an assistant message (the tool and user messages up to its last tool
 message): user messages move to just after the last tool message, in their order; a tool message

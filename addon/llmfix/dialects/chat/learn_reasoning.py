@@ -2,8 +2,9 @@
 
 DeepSeek's and Kimi's Chat APIs answer in thinking mode with the model's reasoning beside the answer —
 ``choices[i].message.reasoning_content`` in a JSON answer, ``choices[i].delta.reasoning_content`` pieces in a
-stream — and want it back, byte for byte, when the turn is replayed (session-killers §3.1). Clients lose it
-(Droid BYOK strips it, opencode sends ``""``); restore-reasoning-content gives it back from what this learns.
+stream — and want it back, byte for byte, when the turn is replayed (docs/evidence.md, "Reasoning and thinking
+replay"). Clients lose it (Droid BYOK strips it, opencode sends ``""``); restore-reasoning-content gives it back
+from what this learns.
 
 One kind of :class:`~llmfix.memory.store.Reasoning` record, ``chat.reasoning_content``: ``value`` is the reasoning
 text exactly as the answer carried it (pieces joined), ``upstream`` the upstream that answered. ``key`` recognises

@@ -1,7 +1,8 @@
 """Chat Completions (``POST …/chat/completions``): messages, content parts and tool calls.
 
-Shapes follow the OpenAI spec (wire-formats.md §2). Part types the repairs do not know are kept as
-:class:`OtherPart`; message roles are free strings, so an unknown role is kept as it came.
+Shapes follow the OpenAI spec (openai/openai-openapi ``openapi.yaml``; docs/evidence.md, "Where the wire shapes
+come from"). Part types the repairs do not know are kept as :class:`OtherPart`; message roles are free strings, so
+an unknown role is kept as it came.
 """
 
 from __future__ import annotations

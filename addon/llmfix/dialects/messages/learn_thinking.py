@@ -3,8 +3,9 @@
 A ``thinking`` block carries a ``signature`` (a ``redacted_thinking`` block its encrypted ``data``) that only the
 upstream (and model) that issued it accepts back; a block from another provider, an unsigned or an edited one is
 rejected with ``messages.N.content.M: Invalid `signature` in `thinking` block`` on every later turn
-(session-killers §3.2). drop-foreign-thinking judges the blocks of a request by what this records: a block this
-upstream issued stays, whatever its form (DeepSeek's ``/anthropic`` signs with the message's UUID, §3.1).
+(anthropics/anthropic-sdk-python #1598; docs/evidence.md, "Reasoning and thinking replay"). drop-foreign-thinking
+judges the blocks of a request by what this records: a block this upstream issued stays, whatever its form
+(DeepSeek's ``/anthropic`` signs with the message's UUID, NousResearch/hermes-agent #21048).
 
 Streamed: ``content_block_start`` with a ``thinking`` block (its ``thinking`` and ``signature`` fill in through
 ``thinking_delta`` / ``signature_delta`` pieces) or a ``redacted_thinking`` block, ended by its

@@ -1,7 +1,7 @@
 """Anthropic Messages (``POST …/v1/messages``): messages, content blocks, tool_use and tool_result.
 
-Shapes follow anthropic-sdk-python (wire-formats.md §3). Block types the repairs do not know
-(thinking, documents, server tools…) are kept as :class:`OtherBlock`.
+Shapes follow the types of anthropics/anthropic-sdk-python (docs/evidence.md, "Where the wire shapes come from").
+Block types the repairs do not know (thinking, documents, server tools…) are kept as :class:`OtherBlock`.
 """
 
 from __future__ import annotations

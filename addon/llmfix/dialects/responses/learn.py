@@ -25,7 +25,8 @@ The :class:`~llmfix.memory.store.Reasoning` kinds (key → value), read by ``rep
   was (``encrypted`` / the item's type). Taught by rejections only. The key ``@`` + upstream holds the marker.
 
 What is learned from a stream comes from ``response.output_item.done`` and ``response.completed`` only: the
-spec says the ``encrypted_content`` of ``response.output_item.added`` may be incomplete (wire-formats.md §1.7).
+spec says the ``encrypted_content`` of ``response.output_item.added`` may be incomplete (``ReasoningItem`` in
+openai/openai-openapi).
 Order records are reported when the response completes (its ``output`` is the whole list), or at the end of a
 stream cut short from the items done so far, never across a gap: an event lost in the middle (an oversized one
 was dropped) leaves that response's order unlearned rather than wrong.

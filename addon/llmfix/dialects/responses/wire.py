@@ -1,7 +1,8 @@
 """Responses API (``POST …/responses``): input items, their content parts, tool calls and outputs.
 
-Shapes follow the OpenAI spec (wire-formats.md §1). Items and parts of types the repairs do not know
-are kept as :class:`OtherItem` / :class:`OtherPart`. ``input`` may also be a plain string.
+Shapes follow the OpenAI spec (openai/openai-openapi ``openapi.yaml``; docs/evidence.md, "Where the wire shapes
+come from"). Items and parts of types the repairs do not know are kept as :class:`OtherItem` / :class:`OtherPart`.
+``input`` may also be a plain string.
 """
 
 from __future__ import annotations
