@@ -6,7 +6,7 @@ The transports and the memory call one function here where they already log what
   for a Responses message): upstream profile, dialect, transport, outcome, bytes in and out, seconds in the engine;
 - :func:`repaired`: a repair was reported (console and JSONL): which repairs, one name per change, images fitted
   or omitted, read from the change records;
-- :func:`retried`: a known rejection was handled (``retry.addon.log_retry``): resent or not, and how the resend
+- :func:`retried`: a known rejection was handled (``retry.attempt.Attempt.log``): resent or not, and how the resend
   was answered; each flag or fact it taught for the first time as a :class:`QuirkLearned`;
 - :func:`memory_state`, :func:`memory_skipped`, :func:`memory_failed`: the memory backend came up or went down, and
   each memory operation that went on without it (llmfix fails open).

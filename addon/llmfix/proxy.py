@@ -16,13 +16,14 @@ import orjson
 from mitmproxy import ctx, exceptions, http
 
 from llmfix import catalogue, engine, events, offload, options, route
+from llmfix.dialects.registry import named
 from llmfix.engine import Outcome, Settings
 from llmfix.memory import backend, learn
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.recall import Recall
-from llmfix.memory.store import MemoryStoreError, Reasoning, ReasoningStore, ToolCall, upstream_id
-from llmfix.report import changelog, views
-from llmfix.report.flowinfo import MESSAGE_INFO
+from llmfix.memory.store import MemoryStoreError, Quirk, Reasoning, ReasoningStore, ToolCall, upstream_id
+from llmfix.report import annotate, changelog, views
+from llmfix.report.flowinfo import flow_name
 from llmfix.retry.learned import LearnedQuirks
 
 logger = logging.getLogger("llmfix")
@@ -30,19 +31,12 @@ logger = logging.getLogger("llmfix")
 OFFLOAD_BYTES = 256 * 1024
 """Bodies at least this large are repaired in a worker thread, so other flows are not stalled."""
 
-MARKS = {"repair": ":wrench:", "report": ":mag:"}
 ROUTE = "llmfix_dialect"
 """flow.metadata key: the dialect of a routed LLM request, read again by the response hooks."""
 RETRY_OF = "llmfix_retry_of"
 """flow.metadata key of llmfix's own resend (llmfix.retry.addon): the request hooks leave it alone."""
 UPSTREAM = "llmfix_upstream"
 """flow.metadata key: (scheme, host, port) the request was routed with, before any later addon re-points it."""
-
-
-def flow_name(flow: http.HTTPFlow) -> str:
-    r = flow.request
-    method = "WebSocket" if flow.websocket is not None else r.method
-    return f"{flow.id[:8]} {method} {r.pretty_host}{r.path.split('?', 1)[0]}"
 
 
 def upstream_name(flow: http.HTTPFlow, dialect: str) -> str:
@@ -64,6 +58,10 @@ def request_body(flow: http.HTTPFlow) -> Any:
 
 
 class LLMFix:
+    """The request and answer hooks of llmfix, and the one interface its other addons (repair-and-retry, the
+    WebSocket transport, capture, metrics) use: the public methods under "for llmfix's other addons" below, never
+    its fields."""
+
     def __init__(self) -> None:
         self.settings = Settings()
         self.log: changelog.JsonlLog | None = None
@@ -207,19 +205,19 @@ class LLMFix:
 
     def error(self, flow: http.HTTPFlow) -> None:
         if flow.metadata.get(ROUTE) is not None:
-            self.window.finish(flow.id)
+            self.finished(flow.id)
 
     def response(self, flow: http.HTTPFlow) -> None:
         """Learn tool calls from a non-streamed JSON answer of an LLM request."""
         dialect = flow.metadata.get(ROUTE)
         if dialect is not None:
-            self.window.finish(flow.id)
+            self.finished(flow.id)
         resp = flow.response
         if dialect is None or resp is None or resp.stream or self.recall is None:
             return
         if "json" not in resp.headers.get("content-type", "").lower() or not resp.raw_content:
             return
-        needles = (b"tool_calls", b"function_call", b"custom_tool_call", b"tool_use", b"reasoning", b"thinking")
+        needles = named(dialect).learn.ANSWER_NEEDLES
         try:
             body = resp.get_content(strict=True)
         except ValueError as e:
@@ -255,49 +253,35 @@ class LLMFix:
             flow.request.raw_content = outcome.wire
             if "transfer-encoding" not in flow.request.headers:
                 flow.request.headers["content-length"] = str(len(outcome.wire))
-        self._report(flow, req, outcome, settings.mode)
+        self.report(flow, req, outcome, settings.mode)
 
-    def _report(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, mode: str,
-                message: int | None = None) -> None:
-        """Console, JSONL, mitmweb for a repaired request; ``message``: the index, in ``flow.websocket.messages``,
-        of the WebSocket message that carried it (None: the flow's HTTP request)."""
-        events.repaired(req, outcome, mode, message)
-        names = outcome.repairs
-        verb = "" if mode == "repair" else "would "
-        where = flow_name(flow) if message is None else f"{flow_name(flow)} message {message}"
-        prefix = f"llmfix{'' if mode == 'repair' else ' (report)'}: {where}"
-        changelog.console(prefix, outcome.changes, flow.client_conn.peername if flow.live else None, outcome.lines)
-        if self.log:
-            context = {
-                "flow": flow.id, "method": flow.request.method, "host": flow.request.pretty_host,
-                "path": flow.request.path.split("?", 1)[0], "dialect": str(req.dialect),
-                "profile": outcome.profile, "model": outcome.model, "mode": mode,
-            }
-            if message is not None:
-                context |= {"transport": "websocket", "message": message}
-            try:
-                self.log.write(changelog.records(context, outcome.changes, outcome.records))
-            except OSError as e:
-                logger.warning("llmfix: cannot write change log %s: %s", self.log.path, e)
-        flow.marked = MARKS[mode]
-        n = len(outcome.changes)
-        note = f"llmfix: {verb}{', '.join(names)} ({n} change{'s' if n != 1 else ''})"
-        info = {
-            "mode": mode,
-            "repairs": names,
-            "profile": outcome.profile,
-            "model": outcome.model,
-            "lines": list(outcome.lines) or [c.line() for c in outcome.changes],
-            "changes": list(outcome.records) or [c.record() for c in outcome.changes],
-            "before": list(outcome.before),
-            "after": list(outcome.after),
-            "original": req.raw if mode == "repair" else None,
-        }
-        if message is not None:  # one line per repaired message of the socket, each message its own diff
-            note += f" in message {message}"
-            flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
-            flow.metadata.setdefault(MESSAGE_INFO, {})[str(message)] = info
+    # -- for llmfix's other addons -------------------------------------------------------------------
+    # (``settings``, the options as parsed, and :meth:`run` and :meth:`learner` above are theirs too)
+
+    def report(self, flow: http.HTTPFlow, req: engine.Request, outcome: Outcome, mode: str,
+               message: int | None = None) -> None:
+        """Console, JSONL and mitmweb for a repaired request (``message``: the index of the WebSocket message that
+        carried it; None: the flow's HTTP request)."""
+        annotate.report(flow, req, outcome, mode, self.log, message)
+
+    def record(self, records: list[dict[str, Any]]) -> None:
+        """Records of llmfix's own (a retry) into the JSONL change log, when there is one."""
+        if self.log is None:
             return
-        flow.comment = f"{flow.comment}\n{note}" if flow.comment and "llmfix:" not in flow.comment else note
-        flow.metadata[views.META] = info
+        try:
+            self.log.write(records)
+        except OSError as e:
+            logger.warning("llmfix: cannot write change log %s: %s", self.log.path, e)
 
+    def finished(self, key: str) -> None:
+        """The request ``key`` names (a flow id, ``<flow id>/<message index>``) was answered: its media leave the
+        window restore-tool-media reads (:mod:`llmfix.memory.media_window`)."""
+        self.window.finish(key)
+
+    def learned(self) -> list[Quirk]:
+        """The upstream quirks learned from rejections, oldest first."""
+        return self.quirks.quirks() if self.quirks is not None else []
+
+    def forget(self, host: str | None = None) -> int:
+        """Forget the quirks learned for ``host`` (None: every host); how many were forgotten."""
+        return self.quirks.forget(host) if self.quirks is not None else 0

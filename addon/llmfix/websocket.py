@@ -61,10 +61,9 @@ from llmfix import engine, events, route
 from llmfix.dialects.base import Dialect
 from llmfix.memory.learn import StreamLearner
 from llmfix.proxy import UPSTREAM, flow_name
-from llmfix.report.flowinfo import MESSAGE_INFO, SOCKET
-from llmfix.report.views import pretty_redacted
-from llmfix.retry import decide, rejections
-from llmfix.retry.addon import log_retry
+from llmfix.report.flowinfo import SOCKET
+from llmfix.retry import rejections
+from llmfix.retry.attempt import Attempt
 
 if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
@@ -101,7 +100,7 @@ class Sent:
     index: int
     req: engine.Request | None  # None: another addon's injected request, answered in turn but never llmfix's
     wire: bytes
-    retry: decide.Decision | None = None  # set on llmfix's resend: the decision that sent it
+    retry: Attempt | None = None  # set on llmfix's resend: the retry that sent it
     response: str | None = None  # the id of the response the server created for it (``response.created``)
 
 
@@ -153,7 +152,7 @@ class ResponsesWebSocket:
         sock.learner.end()
         for sent in sock.in_flight:
             if sent.req is not None:
-                self.fix.window.finish(sent.req.flow_id or "")
+                self.fix.finished(sent.req.flow_id or "")
 
     async def websocket_message(self, flow: http.HTTPFlow) -> None:
         sock = self._sockets.get(flow.id)
@@ -202,7 +201,7 @@ class ResponsesWebSocket:
             return
         if settings.mode == "repair" and outcome.wire is not None:
             message.content = sent.wire = outcome.wire
-        self.fix._report(flow, req, outcome, settings.mode, message=index)
+        self.fix.report(flow, req, outcome, settings.mode, message=index)
         _show(flow)
 
     def _warn(self, flow: http.HTTPFlow, sock: Socket, index: int, why: str) -> None:
@@ -223,11 +222,11 @@ class ResponsesWebSocket:
         sent = _answered(sock, content, kind)
         if sent is None or sent.req is None:
             return
-        self.fix.window.finish(sent.req.flow_id or "")
+        self.fix.finished(sent.req.flow_id or "")
         if kind == "error":
             await self._rejected(flow, sock, message, sent)
         elif sent.retry is not None:
-            self._resent(flow, sock, sent, message, None)
+            self._resent(sent, message, None)
 
     async def _rejected(self, flow: http.HTTPFlow, sock: Socket, message: WebSocketMessage, sent: Sent) -> None:
         """An error event for ``sent``: a known rejection of a whole history is repaired and sent again."""
@@ -236,48 +235,31 @@ class ResponsesWebSocket:
         status = event.get("status", event.get("status_code"))
         found = rejections.match(sock.dialect, status, message.content) if isinstance(status, int) else None
         if sent.retry is not None:
-            return self._resent(flow, sock, sent, message, found)
+            return self._resent(sent, message, found)
         settings = self.fix.settings
         if found is None or not self.retry or settings.mode == "off" or settings.quirks is None:
             return
         assert isinstance(status, int)
         client = dataclasses.replace(sent.req, flow_id=None)  # trying flags is not a request in flight
-        d = await decide.decide(found, status, client, sent.wire, settings, self.fix.run)
-        if d.outcome is not None and _loads(sent.req.raw).get("previous_response_id"):
-            d.why = ("not resent: the message continues server-side state (previous_response_id) that the failed "
-                     "turn may have cost; the whole history on the client's next socket will be")
-            d.outcome, d.event["learned"] = None, []  # nothing learned that no resend proved
-        if d.outcome is None or d.outcome.wire is None:
-            return log_retry(self.fix, flow, sock.dialect, d.event, d.why, message=sent.index)
-        decide.learn(d, settings)
+        attempt = Attempt(self.fix, flow, sock.dialect, found, status, client, message=sent.index)
+        if await attempt.decide(sent.wire) is None:
+            return attempt.give_up()
+        if _loads(sent.req.raw).get("previous_response_id"):
+            return attempt.give_up("not resent: the message continues server-side state (previous_response_id) "
+                                   "that the failed turn may have cost; the whole history on the client's next "
+                                   "socket will be")
+        wire = attempt.begin(message.content)
         message.drop()  # the client never sees this rejection: it gets the resend's answer
-        sock.in_flight.appendleft(Sent(sent.index, sent.req, d.outcome.wire, d))
-        sock.injecting.append(d.outcome.wire)
-        ctx.master.commands.call("inject.websocket", flow, False, d.outcome.wire, True)
-        d.event["resent"] = True
-        self.fix._report(flow, sent.req, d.outcome, "repair", message=sent.index)
-        flow.metadata[MESSAGE_INFO][str(sent.index)]["retry"] = {
-            "status": status, "rule": found.rule.name, "error": d.event["error"], "learned": d.event["learned"],
-            "first_response": pretty_redacted(message.content), "resend_flow": flow.id, "outcome": "pending"}
-        note = f"llmfix: message {sent.index} retried after {status} {found.rule.name}"
-        flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
-        _show(flow)
+        sock.in_flight.appendleft(Sent(sent.index, sent.req, wire, attempt))
+        sock.injecting.append(wire)
+        ctx.master.commands.call("inject.websocket", flow, False, wire, True)
+        attempt.report()
 
-    def _resent(self, flow: http.HTTPFlow, sock: Socket, sent: Sent, message: WebSocketMessage,
-                again: rejections.Match | None) -> None:
+    def _resent(self, sent: Sent, message: WebSocketMessage, again: rejections.Match | None) -> None:
         """The answer to llmfix's resend has ended: what it means for what was learned, logged once."""
-        d = sent.retry
-        assert d is not None
-        decide.settle(d, self.fix.settings, again)
-        kind = message_type(message.content) or "?"
-        d.event["outcome"] = kind.removeprefix("response.")
-        result = f"resent once on the socket → {d.event['outcome']}"
-        if again is not None:
-            result += f" ({again.rule.name} again: the client gets it)"
-        record = flow.metadata.get(MESSAGE_INFO, {}).get(str(sent.index), {}).get("retry")
-        if isinstance(record, dict):
-            record["outcome"] = d.event["outcome"]
-        log_retry(self.fix, flow, sock.dialect, d.event, result, message=sent.index)
+        assert sent.retry is not None
+        outcome = (message_type(message.content) or "?").removeprefix("response.")
+        sent.retry.end(outcome, again, f"resent once on the socket → {outcome}")
 
 
 def _show(flow: http.HTTPFlow) -> None:

@@ -266,6 +266,8 @@ class Learn(Protocol):
 
     Assembler: Callable[..., Any]
     """Assembles one streamed answer's events (:class:`llmfix.memory.learn_base.Assembler`)."""
+    ANSWER_NEEDLES: tuple[bytes, ...]
+    """Bytes a JSON answer holds when there is something in it to learn (a call, reasoning)."""
 
     def calls_in_request(self, body: dict[str, Any], known: Callable[[Any], bool]) -> list[Any]: ...
     def calls_in_response(self, obj: dict[str, Any]) -> list[Any]: ...

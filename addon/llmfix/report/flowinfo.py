@@ -15,6 +15,13 @@ MESSAGE_INFO = "llmfix_messages"
 SOCKET = "llmfix_socket"
 """flow.metadata key of a WebSocket flow llmfix watches: the dialect its client messages carry."""
 
+def flow_name(flow: http.HTTPFlow) -> str:
+    """How logs name a flow: its short id, method and URL without the query (never a header, never a key)."""
+    r = flow.request
+    method = "WebSocket" if flow.websocket is not None else r.method
+    return f"{flow.id[:8]} {method} {r.pretty_host}{r.path.split('?', 1)[0]}"
+
+
 def http_of(metadata: contentviews.Metadata) -> tuple[http.HTTPFlow, http.Message] | None:
     flow, message = metadata.flow, metadata.http_message
     if not isinstance(flow, http.HTTPFlow) or message is None:

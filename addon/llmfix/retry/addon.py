@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from mitmproxy import command, ctx, http
 from mitmproxy.addons.clientplayback import ReplayHandler
-from mitmproxy.hooks import UpdateHook
 
-from llmfix import engine, events
+from llmfix import engine
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.registry import named
 from llmfix.proxy import RETRY_OF, ROUTE, UPSTREAM, flow_name
 from llmfix.report import views
-from llmfix.retry import decide, rejections
+from llmfix.retry import rejections
+from llmfix.retry.attempt import Attempt
 
 if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
@@ -59,7 +59,7 @@ class Retry:
     @command.command("llmfix.quirks")
     def list_quirks(self) -> str:
         """List the upstream quirks llmfix has learned from rejections."""
-        quirks = self.fix.quirks.quirks() if self.fix.quirks is not None else []
+        quirks = self.fix.learned()
         lines = [
             f"{q.host}:{q.port} {q.dialect} {q.flag}={str(q.value).lower()} "
             f"(learned {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(q.learned_at))} from {q.reason})"
@@ -72,7 +72,7 @@ class Retry:
     @command.command("llmfix.forget")
     def forget(self, host: str = "") -> str:
         """Forget the quirks learned for HOST (all hosts when empty)."""
-        n = self.fix.quirks.forget(host or None) if self.fix.quirks is not None else 0
+        n = self.fix.forget(host or None)
         message = f"llmfix: forgot {n} learned quirk(s){f' of {host}' if host else ''}"
         logger.info(message)
         return message
@@ -90,55 +90,34 @@ class Retry:
         try:
             found = rejections.match(named(dialect), resp.status_code, resp.get_content(strict=False) or b"")
             if found is not None:
-                await self._retry(flow, found, settings, upstream)
+                await self._retry(flow, found, upstream)
         except Exception as e:  # a bug in llmfix: the client still gets the upstream's answer
             logger.warning("llmfix: %s: retry failed, the client gets the upstream's answer: internal error: %s: %s",
-                           _name(flow), type(e).__name__, e, exc_info=True)
+                           flow_name(flow), type(e).__name__, e, exc_info=True)
 
-    async def _retry(self, flow: http.HTTPFlow, found: rejections.Match, settings: engine.Settings,
-                     upstream: tuple[str, str, int]) -> None:
+    async def _retry(self, flow: http.HTTPFlow, found: rejections.Match, upstream: tuple[str, str, int]) -> None:
         _, host, port = upstream
         dialect = named(flow.metadata[ROUTE])
         status = flow.response.status_code if flow.response else 0
         info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
         client_raw = info.get("original") or flow.request.raw_content
         req = engine.Request(dialect, host, port, client_raw, flow.request.headers.get("content-encoding"), None)
-        d = await decide.decide(found, status, req, flow.request.raw_content or b"", settings, self.fix.run)
-        event = d.event
-        if d.outcome is None:
-            return self._log(flow, dialect, event, d.why)
-        outcome = d.outcome
-        assert outcome.wire is not None
-        decide.learn(d, settings)
-        answer = await self._resend(flow, outcome.wire, dialect)
-        event["resent"] = True
+        attempt = Attempt(self.fix, flow, dialect, found, status, req)
+        if await attempt.decide(flow.request.raw_content or b"") is None:
+            return attempt.give_up()
         first = flow.response
         assert first is not None
-        info_retry = {
-            "status": status, "rule": found.rule.name, "error": event["error"],
-            "first_response": views.pretty_redacted(first.get_content(strict=False) or b""),
-            "learned": event["learned"], "resend_flow": answer.id,
-        }
+        wire = attempt.begin(first.get_content(strict=False) or b"")
+        answer = await self._resend(flow, wire, dialect)
+        attempt.record["resend_flow"] = answer.id
         if answer.response is None:
             why = answer.error.msg if answer.error else "no answer"
-            outcome_text = f"resend failed ({why}): the client gets the first rejection"
-            event["outcome"] = "error"
-        else:
-            again = rejections.match(dialect, answer.response.status_code,
-                                     answer.response.get_content(strict=False) or b"")
-            decide.settle(d, settings, again)
-            self._take(flow, answer, outcome)
-            self.fix._report(flow, req, outcome, "repair")  # the client's flow now shows the resent body
-            event["outcome"] = answer.response.status_code
-            outcome_text = f"resent once → {answer.response.status_code}"
-            if again is not None:
-                outcome_text += f" ({again.rule.name} again: the client gets it)"
-        info_retry["outcome"] = event["outcome"]
-        flow.metadata.setdefault(views.META, {})["retry"] = info_retry
-        note = f"llmfix: retried after {status} {found.rule.name} → {event['outcome']}"
-        flow.comment = f"{flow.comment}\n{note}" if flow.comment else note
-        self._log(flow, dialect, event, outcome_text)
-        ctx.master.addons.trigger(UpdateHook([flow]))  # mitmweb already showed the first answer: show the new one
+            return attempt.end("error", None, f"resend failed ({why}): the client gets the first rejection",
+                               answered=False)
+        again = rejections.match(dialect, answer.response.status_code, answer.response.get_content(strict=False) or b"")
+        self._take(flow, answer, wire)
+        attempt.report()  # the client's flow now shows the resent body
+        attempt.end(answer.response.status_code, again, f"resent once → {answer.response.status_code}")
 
     async def _resend(self, flow: http.HTTPFlow, wire: bytes, dialect: Dialect) -> http.HTTPFlow:
         """Send ``wire`` with the client's headers to where ``flow`` went; the finished resend flow."""
@@ -155,43 +134,15 @@ class Retry:
         await ReplayHandler(copy, ctx.options).replay()
         return copy
 
-    def _take(self, flow: http.HTTPFlow, answer: http.HTTPFlow, outcome: engine.Outcome) -> None:
+    def _take(self, flow: http.HTTPFlow, answer: http.HTTPFlow, wire: bytes) -> None:
         """The client's flow now shows what was resent and its answer; tool calls in a streamed answer are learned."""
-        assert answer.response is not None and outcome.wire is not None
-        flow.request.raw_content = outcome.wire
+        assert answer.response is not None
+        flow.request.raw_content = wire
         if "transfer-encoding" not in flow.request.headers:
-            flow.request.headers["content-length"] = str(len(outcome.wire))
+            flow.request.headers["content-length"] = str(len(wire))
         flow.response = answer.response
         resp = answer.response
         if resp.headers.get("content-type", "").lower().startswith("text/event-stream") and resp.raw_content:
             learner = self.fix.learner(flow, str(answer.metadata[ROUTE]), resp.headers.get("content-encoding"))
             learner.feed(resp.raw_content)
             learner.feed(b"")
-
-    def _log(self, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str) -> None:
-        log_retry(self.fix, flow, dialect, event, outcome)
-
-
-def log_retry(fix: LLMFix, flow: http.HTTPFlow, dialect: Dialect, event: dict[str, Any], outcome: str,
-              message: int | None = None) -> None:
-    """One console line and one JSONL record for a retry (``message``: the WebSocket message it was about)."""
-    events.retried(str(dialect), event, message is not None)
-    learned = views.learned_text(event["learned"])
-    host, port = flow.metadata[UPSTREAM][1:]
-    report = "" if fix.settings.mode == "repair" else " (report)"
-    where = _name(flow) if message is None else f"{_name(flow)} message {message}"
-    logger.info("llmfix%s: %s retry: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, where,
-                event["status"], event["rejection"], event["error"], learned, host, port, dialect, outcome)
-    if fix.log:
-        r = flow.request
-        record = {"ts": round(time.time(), 3), "flow": flow.id, "method": r.method, "host": host, "port": port,
-                  "path": r.path.split("?", 1)[0], "dialect": str(dialect), "mode": fix.settings.mode,
-                  **({} if message is None else {"transport": "websocket", "message": message}),
-                  "event": "retry", **event, "result": outcome}
-        try:
-            fix.log.write([record])
-        except OSError as e:
-            logger.warning("llmfix: cannot write change log %s: %s", fix.log.path, e)
-
-
-_name = flow_name

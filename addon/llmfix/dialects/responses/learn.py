@@ -52,6 +52,10 @@ MAX_ID_CHARS = 256
 _RESPONSES_KINDS = {"function_call": "function", "custom_tool_call": "custom"}
 
 
+ANSWER_NEEDLES = (b"function_call", b"custom_tool_call", b"reasoning")
+"""Bytes a JSON answer holds when there is something in it to learn (a call, a reasoning item)."""
+
+
 def _responses_call(item: Any) -> ToolCall | None:
     """A Responses ``function_call`` / ``custom_tool_call`` item → ToolCall, or None."""
     if not isinstance(item, dict):
