@@ -21,7 +21,7 @@ from llmfix.repairs.media_triage import kind, triage
 from llmfix.repairs.untangle_tool_run import orphan_label
 from llmfix.report.changes import Change
 from llmfix.wire import toolpairs as tp
-from llmfix.wire.base import Media, Wire, evolve
+from llmfix.wire.base import Media, Wire
 
 NAME = "pair-tool-calls"  # the repair this pass belongs to: its changes carry that name
 
@@ -83,12 +83,11 @@ def _gated(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[An
 
 def _as_user(result: Any, label: str, ctx: Context) -> tuple[Any, tuple[str, ...]]:
     """A result item as a user message after ``label``, keeping its content (media the model cannot take gated)."""
-    field = result.PARTS
-    content = getattr(result, field)
+    content = result.parts()
     dropped: tuple[str, ...] = ()
     if isinstance(content, list):
         parts, dropped = _gated(list(content), ctx, result.result_id())
-        result = evolve(result, **{field: parts})
+        result = result.with_parts(parts)
     return ctx.dialect.tools.result_as_user(result, label), dropped
 
 

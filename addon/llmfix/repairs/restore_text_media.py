@@ -30,7 +30,7 @@ from llmfix.repairs.base import Context, Repair
 from llmfix.repairs.placeholders import count_words
 from llmfix.repairs.text_media import recognise
 from llmfix.report.changes import Change
-from llmfix.wire.base import Textual, Wire, evolve
+from llmfix.wire.base import Textual, Wire
 from llmfix.wire.toolresults import Piece, native
 
 NAME = "restore-text-media"
@@ -91,20 +91,20 @@ def _item(i: int, item: Any, ctx: Context) -> tuple[Any, Change | None]:
         return item, None
     where = f"{ctx.dialect.at(i)}.{field}"
     if item.is_result():
-        done = _expand(getattr(item, field), ctx.dialect)
+        done = _expand(item.parts(), ctx.dialect)
         if done is None:
             return item, None
-        return evolve(item, **{field: done[0]}), _change(where, item.noun(), done[1])
-    content = getattr(item, field)
+        return item.with_parts(done[0]), _change(where, item.noun(), done[1])
+    content = item.parts()
     if not isinstance(content, list):
         return item, None
     expanded = {k: done for k, block in enumerate(content) if isinstance(block, Wire) and block.is_result()
-                and (done := _expand(getattr(block, block.PARTS), ctx.dialect)) is not None}
+                and (done := _expand(block.parts(), ctx.dialect)) is not None}
     if not expanded:  # the common case, built nothing
         return item, None
-    blocks = [evolve(b, **{b.PARTS: expanded[k][0]}) if k in expanded else b for k, b in enumerate(content)]
+    blocks = [b.with_parts(expanded[k][0]) if k in expanded else b for k, b in enumerate(content)]
     found = [pieces for done in expanded.values() for pieces in done[1]]
-    return evolve(item, **{field: blocks}), _change(where, ", ".join(content[k].noun() for k in expanded), found)
+    return item.with_parts(blocks), _change(where, ", ".join(content[k].noun() for k in expanded), found)
 
 
 def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:

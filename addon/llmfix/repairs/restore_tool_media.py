@@ -28,7 +28,6 @@ from llmfix.idset import EMPTY, Ids
 from llmfix.repairs import placeholders
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
-from llmfix.wire.base import evolve
 from llmfix.wire.toolresults import Result, holders, loose_media, native, results
 
 NAME = "restore-tool-media"
@@ -75,14 +74,13 @@ def _call_ids(items: list[Any]) -> list[str | None]:
 def _with_parts(item: Any, call_id: str, parts: list[Any]) -> tuple[Any, str, Any]:
     """``item`` with the tool result for ``call_id`` (the item itself, or a result inside it) holding ``parts``;
     where that is, and what it held."""
-    field = item.PARTS
     if item.is_result():
-        return evolve(item, **{field: parts}), f"{item.PARTS}", getattr(item, field)
-    blocks = getattr(item, field)
+        return item.with_parts(parts), f"{item.PARTS}", item.parts()
+    blocks = item.parts()
     k = next(k for k, b in enumerate(blocks) if b.is_result() and b.result_id() == call_id)
     block = blocks[k]
-    new = [*blocks[:k], evolve(block, **{block.PARTS: parts}), *blocks[k + 1 :]]
-    return evolve(item, **{field: new}), block.noun(), getattr(block, block.PARTS)
+    new = [*blocks[:k], block.with_parts(parts), *blocks[k + 1 :]]
+    return item.with_parts(new), block.noun(), block.parts()
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:

@@ -10,10 +10,10 @@ of a repaired request that no repair touched keep their keys, key order and valu
 built or changed is emitted from its set fields and unknown fields.
 
 Roles. The media repairs are written once for every dialect: they ask an object what it is, not which class
-it has. An object holding a list of parts names that field in :attr:`Wire.PARTS` (a message's ``content``, a
-tool output's ``output``); a tool result says so (:meth:`Wire.result_id`); a text part is a :class:`Textual`,
-a media part a :class:`Media`, an image that may be inline an :class:`Image`. A dialect's models take these
-roles (``dialects/*/wire.py``); the walks over them are in :mod:`llmfix.wire.parts`.
+it has. An object holding a list of parts says where (:attr:`Wire.PARTS`: a message's ``content``, a tool
+output's ``output``) and gives it (:meth:`Wire.parts`, :meth:`Wire.with_parts`); a tool result says so
+(:meth:`Wire.result_id`); a text part is a :class:`Textual`, a media part a :class:`Media`, an image that may be
+inline an :class:`Image`. A dialect's models take these roles (``dialects/*/wire.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class Wire(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
     PARTS: ClassVar[str | None] = None
-    """The field holding this object's list of parts (its content), if it has one."""
+    """Where this object holds its list of parts (its content), if it has one: the field :meth:`parts` reads, and
+    how change records name that place."""
     RESULT_ID: ClassVar[str | None] = None
     """The field naming the call a tool result answers (None: this object is no tool result)."""
     NOUN: ClassVar[str | None] = None
@@ -44,6 +45,15 @@ class Wire(BaseModel):
     def to_wire(self) -> Any:
         """The JSON-ready value of this object, from its set fields and unknown fields."""
         return _dump(self, None)
+
+    def parts(self) -> Any:
+        """Its content (a list of parts, a string, None); None when it holds no parts."""
+        return getattr(self, self.PARTS) if self.PARTS is not None else None
+
+    def with_parts(self, parts: Any) -> Any:
+        """A copy holding ``parts`` as its content."""
+        assert self.PARTS is not None
+        return evolve(self, **{self.PARTS: parts})
 
     def is_result(self) -> bool:
         """Whether this object is a tool result (its :attr:`PARTS` field holds what the tool returned)."""

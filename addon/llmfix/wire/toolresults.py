@@ -36,8 +36,7 @@ def _pieces(dialect: Dialect, content: Any) -> tuple[Piece, ...]:
 
 
 def _contents(m: Any) -> Any:
-    field = m.PARTS
-    return getattr(m, field) if field is not None else None
+    return m.parts()
 
 
 def holders(items: list[Any], start: int = 0) -> Iterator[tuple[int, Any]]:
