@@ -52,6 +52,8 @@ class Request:
     raw: bytes
     content_encoding: str | None = None
     flow_id: str | None = None
+    model: str | None = None  # the model the request's path names, where its body names none (Gemini)
+    counts_only: bool = False  # the request asks only for a token count (Gemini's countTokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,19 +156,21 @@ def _process(req: Request, settings: Settings) -> Outcome:
         memory = settings.memory
         seen = conv.body if new is None else {conv.key: new}
         memory.remember(calls_in_request(req.dialect, seen, memory.recently_written))
-    if not (todo or observe or table.models):
+    if not (todo or observe or table.models or req.model):
         return Outcome("untouched", profile=host_only.profile.name)
-    resolved = host_only if conv.model is None else table.resolve(req.host, req.port, conv.model, req.dialect,
-                                                                  learned)
+    model = conv.model or req.model
+    resolved = host_only if model is None else table.resolve(req.host, req.port, model, req.dialect, learned)
     if resolved.profile != host_only.profile:  # the model's own profile: other repairs may apply
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     server_state = req.dialect.shape.server_state(conv.body)
-    ctx = Context(req.dialect, resolved.profile, conv.model, resolved.modalities, settings.memory,
+    ctx = Context(req.dialect, resolved.profile, model, resolved.modalities, settings.memory,
                   window=settings.window, flow_id=req.flow_id, server_state=server_state,
-                  reasoning=settings.reasoning, upstream=upstream_id(req.host, req.port, str(req.dialect)))
+                  reasoning=settings.reasoning, upstream=upstream_id(req.host, req.port, str(req.dialect)),
+                  counts_only=req.counts_only)
     # a body that appends to one which needed nothing continues that body's certain checks from where they
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.
-    verdict_key = (resolved.profile, conv.model, resolved.modalities, tuple(r.name for r in todo), server_state)
+    verdict_key = (resolved.profile, model, resolved.modalities, tuple(r.name for r in todo), server_state,
+                   req.counts_only)
     start, prior = _prior(hit, verdict_key)
     if hit is not None and new is not None and start < hit.count:
         # the newest verdict is for fewer items than the body continues (Claude Code: the mark before its last

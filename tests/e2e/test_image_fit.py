@@ -269,6 +269,8 @@ def test_images_within_the_limits_leave_byte_identical(fixed: Mitmdump, upstream
     with httpx.Client(proxy=fixed.url, verify=fixed.ssl_context(), trust_env=False, timeout=60) as c:
         raw = json.dumps(body).encode()
         path = {"messages": "/v1/messages", "responses": "/v1/responses", "chat": "/v1/chat/completions"}[dialect]
+        if host == "generativelanguage.googleapis.com":
+            path = "/v1beta/openai/chat/completions"  # the door's own path (the host's mock knows no other)
         response = c.post(f"https://{host}{path}", content=raw, headers={"content-type": "application/json",
                                                                          "authorization": "Bearer sk-test-1"})
     assert response.status_code == 200, response.text

@@ -61,7 +61,7 @@ def check_shape(dialect: Dialect, body: Any) -> list[Any] | None:
     if not isinstance(body, dict):
         raise BadBody(f"body is a JSON {type(body).__name__}, not an object")
     key = dialect.shape.key
-    if key not in body:
+    if key not in dialect.shape.holder(body):
         raise BadBody(f"no '{key}' field: not a {dialect} request")
     try:
         return dialect.shape.conversation(body)
@@ -123,7 +123,13 @@ def to_body(conv: Conversation, original: Conversation | None = None) -> dict[st
     Objects of ``original`` that ``conv`` still holds are emitted as the exact JSON they were parsed from.
     """
     base = original or conv
-    return {**conv.body, conv.key: dump_items(conv.items, base.items, base.body[base.key])}
+    shape = conv.dialect.shape
+    items = dump_items(conv.items, base.items, shape.holder(base.body)[base.key])
+    holder = shape.holder(conv.body)
+    if holder is conv.body:
+        return {**conv.body, conv.key: items}
+    assert shape.envelope is not None  # the request a door wraps: repaired inside, wrapped again
+    return {**conv.body, shape.envelope: {**holder, conv.key: items}}
 
 
 def serialize(conv: Conversation, original: Conversation | None = None, *, size: int = 0) -> bytes:

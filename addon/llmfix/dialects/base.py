@@ -139,11 +139,25 @@ class Shape:
     so a call or result missing from it may live there."""
     websocket: Callable[[str], bool] = never
     """Whether a WebSocket upgrade to a path carries this dialect's requests as messages."""
+    path_model: Callable[[str], str | None] = lambda _path: None
+    """The model a request's path names, where the body names none (Gemini: ``…/models/{model}:generateContent``)."""
+    counts_only: Callable[[str], bool] = never
+    """Whether a request's path asks only for a token count (Gemini's ``countTokens``): nothing is generated from
+    it, so the repairs that make a history one the model may answer leave it alone."""
+    envelope: str | None = None
+    """A member some doors wrap the whole request in (Code Assist: ``{"request": {…}}``), where the conversation
+    then lives."""
+
+    def holder(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The object holding the conversation: ``body``, or the request it wraps (:attr:`envelope`)."""
+        if self.envelope is not None and self.key not in body and isinstance(inner := body.get(self.envelope), dict):
+            return inner
+        return body
 
     def conversation(self, body: dict[str, Any]) -> list[Any] | None:
         """The raw conversation of ``body``; None when it holds nothing to repair. Raises ValueError, saying why,
         when ``body`` does not have the dialect's shape."""
-        raw = body[self.key]
+        raw = self.holder(body)[self.key]
         if self.text_holds_nothing and isinstance(raw, str):
             return None
         if not isinstance(raw, list):

@@ -49,6 +49,8 @@ class Context:
     """What answers said about reasoning (a :class:`llmfix.memory.store.ReasoningStore`; None: not kept)."""
     upstream: str = ""
     """``host:port/dialect`` of the upstream (:func:`llmfix.memory.store.upstream_id`)."""
+    counts_only: bool = False
+    """The request asks only for a token count (Gemini's ``countTokens``): nothing is generated from it."""
 
 
 type Apply = Callable[[list[Any], Context], tuple[list[Any], list[Change]]]

@@ -161,7 +161,7 @@ def _parts(where: str, parts: list[Any]) -> Iterator[Slot]:
 
 def _inner(p: Any) -> Any:
     """The part list inside a part (an Anthropic tool_result's content), or None."""
-    return p.parts() if isinstance(p, Wire) else None
+    return p.held() if isinstance(p, Wire) else None
 
 
 def _may_hold(parts: list[Any]) -> bool:
@@ -199,7 +199,7 @@ def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
             out.append(new[id(p)])
             changed = True
         elif isinstance(inner := _inner(p), list) and (got := _replace(inner, new)):
-            out.append(p.with_parts(got))
+            out.append(p.holding(got))
             changed = True
         else:
             out.append(p)
@@ -209,7 +209,7 @@ def _replace(parts: list[Any], new: dict[int, Any]) -> list[Any] | None:
 def _rebuilt(item: Any, new: dict[int, Any]) -> Any:
     parts = _inner(item)
     got = _replace(parts, new) if isinstance(parts, list) else None
-    return item.with_parts(got) if got is not None else item
+    return item.holding(got) if got is not None else item
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:

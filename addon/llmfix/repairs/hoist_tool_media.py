@@ -48,7 +48,7 @@ def _stripped(item: Any, ctx: Context, index: int, j: int) -> tuple[Any, list[An
     its text as one string, whatever its parts; any other keeps its parts but media, as a string where the profile
     takes tool text only as a string (``media.tool_text_flag``)."""
     d, field = ctx.dialect, item.PARTS
-    content = item.parts()
+    content = item.held()
     text_only = d.media.result_text_only
     if not isinstance(content, list):
         return None
@@ -82,7 +82,7 @@ def _stripped(item: Any, ctx: Context, index: int, j: int) -> tuple[Any, list[An
         summary = f"{item.noun()}: {placeholders.count_words(kind(p) for p in media)} out"
         if forward:
             summary += f"; → user message after {d.at(j)}"
-    out = item.with_parts(new)
+    out = item.holding(new)
     after = new if isinstance(new, str) else [p.to_wire() for p in new]
     change = Change(NAME, f"{d.at(index)}.{field}", summary, before=[p.to_wire() for p in content], after=after,
                     dropped=tuple(f"{p.media()} from {item.result_id()}: {r}" for p, r in dropped))

@@ -63,23 +63,23 @@ def _item(i: int, item: Any, ctx: Context) -> tuple[Any, list[Change]]:
     """Item ``i`` with every media part the model cannot take replaced: in the part lists inside its parts first (an
     Anthropic tool_result's content), then in its own."""
     field = item.PARTS if isinstance(item, Wire) else None
-    content = item.parts() if field is not None else None
+    content = item.held() if field is not None else None
     if not isinstance(content, list):
         return item, []
     where = f"{ctx.dialect.at(i)}.{field}"
     blocks: list[Any] = []
     changes: list[Change] = []
     for k, block in enumerate(content):
-        inner = block.parts() if isinstance(block, Wire) else None
+        inner = block.held() if isinstance(block, Wire) else None
         if isinstance(inner, list) and (done := _gate(inner, ctx)) is not None:
             changes.append(_change(f"{where}[{k}].{block.PARTS}", block.noun(), inner, done))
-            block = block.with_parts(done[0])
+            block = block.holding(done[0])
         blocks.append(block)
     done = _gate(blocks, ctx)
     if done is not None:
         changes.append(_change(where, item.noun(), blocks, done))
         blocks = done[0]
-    return (item.with_parts(blocks), changes) if changes else (item, [])
+    return (item.holding(blocks), changes) if changes else (item, [])
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:

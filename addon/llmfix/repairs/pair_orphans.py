@@ -83,11 +83,11 @@ def _gated(parts: list[Any], ctx: Context, call_id: str | None) -> tuple[list[An
 
 def _as_user(result: Any, label: str, ctx: Context) -> tuple[Any, tuple[str, ...]]:
     """A result item as a user message after ``label``, keeping its content (media the model cannot take gated)."""
-    content = result.parts()
+    content = result.held()
     dropped: tuple[str, ...] = ()
     if isinstance(content, list):
         parts, dropped = _gated(list(content), ctx, result.result_id())
-        result = result.with_parts(parts)
+        result = result.holding(parts)
     return ctx.dialect.tools.result_as_user(result, label), dropped
 
 

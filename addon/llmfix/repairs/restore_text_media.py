@@ -91,20 +91,20 @@ def _item(i: int, item: Any, ctx: Context) -> tuple[Any, Change | None]:
         return item, None
     where = f"{ctx.dialect.at(i)}.{field}"
     if item.is_result():
-        done = _expand(item.parts(), ctx.dialect)
+        done = _expand(item.held(), ctx.dialect)
         if done is None:
             return item, None
-        return item.with_parts(done[0]), _change(where, item.noun(), done[1])
-    content = item.parts()
+        return item.holding(done[0]), _change(where, item.noun(), done[1])
+    content = item.held()
     if not isinstance(content, list):
         return item, None
     expanded = {k: done for k, block in enumerate(content) if isinstance(block, Wire) and block.is_result()
-                and (done := _expand(block.parts(), ctx.dialect)) is not None}
+                and (done := _expand(block.held(), ctx.dialect)) is not None}
     if not expanded:  # the common case, built nothing
         return item, None
-    blocks = [b.with_parts(expanded[k][0]) if k in expanded else b for k, b in enumerate(content)]
+    blocks = [b.holding(expanded[k][0]) if k in expanded else b for k, b in enumerate(content)]
     found = [pieces for done in expanded.values() for pieces in done[1]]
-    return item.with_parts(blocks), _change(where, ", ".join(content[k].noun() for k in expanded), found)
+    return item.holding(blocks), _change(where, ", ".join(content[k].noun() for k in expanded), found)
 
 
 def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:

@@ -75,12 +75,12 @@ def _with_parts(item: Any, call_id: str, parts: list[Any]) -> tuple[Any, str, An
     """``item`` with the tool result for ``call_id`` (the item itself, or a result inside it) holding ``parts``;
     where that is, and what it held."""
     if item.is_result():
-        return item.with_parts(parts), f"{item.PARTS}", item.parts()
-    blocks = item.parts()
+        return item.holding(parts), f"{item.PARTS}", item.held()
+    blocks = item.held()
     k = next(k for k, b in enumerate(blocks) if b.is_result() and b.result_id() == call_id)
     block = blocks[k]
-    new = [*blocks[:k], block.with_parts(parts), *blocks[k + 1 :]]
-    return item.with_parts(new), block.noun(), block.parts()
+    new = [*blocks[:k], block.holding(parts), *blocks[k + 1 :]]
+    return item.holding(new), block.noun(), block.held()
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:

@@ -11,7 +11,7 @@ built or changed is emitted from its set fields and unknown fields.
 
 Roles. The media repairs are written once for every dialect: they ask an object what it is, not which class
 it has. An object holding a list of parts says where (:attr:`Wire.PARTS`: a message's ``content``, a tool
-output's ``output``) and gives it (:meth:`Wire.parts`, :meth:`Wire.with_parts`); a tool result says so
+output's ``output``) and gives it (:meth:`Wire.held`, :meth:`Wire.holding`); a tool result says so
 (:meth:`Wire.result_id`); a text part is a :class:`Textual`, a media part a :class:`Media`, an image that may be
 inline an :class:`Image`. A dialect's models take these roles (``dialects/*/wire.py``).
 """
@@ -46,11 +46,11 @@ class Wire(BaseModel):
         """The JSON-ready value of this object, from its set fields and unknown fields."""
         return _dump(self, None)
 
-    def parts(self) -> Any:
+    def held(self) -> Any:
         """Its content (a list of parts, a string, None); None when it holds no parts."""
         return getattr(self, self.PARTS) if self.PARTS is not None else None
 
-    def with_parts(self, parts: Any) -> Any:
+    def holding(self, parts: Any) -> Any:
         """A copy holding ``parts`` as its content."""
         assert self.PARTS is not None
         return evolve(self, **{self.PARTS: parts})

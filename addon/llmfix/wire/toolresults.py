@@ -36,7 +36,7 @@ def _pieces(dialect: Dialect, content: Any) -> tuple[Piece, ...]:
 
 
 def _contents(m: Any) -> Any:
-    return m.parts()
+    return m.held()
 
 
 def holders(items: list[Any], start: int = 0) -> Iterator[tuple[int, Any]]:
