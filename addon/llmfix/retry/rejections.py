@@ -58,6 +58,11 @@ Evidence (``../shared/reference/wire-formats.md`` = WF, ``session-killers.md`` =
 - Anthropic's signature check (SK §3.2): ``messages.N.content.M: Invalid `signature` in `thinking` block`` and
   ``messages.N.content.M.thinking.signature: Field required``. Only the upstream can judge a signature, and the
   text names the block: the rule teaches facts, not a flag (:func:`foreign_thinking`).
+- A request field the upstream refuses (a relay or vendor that validates strictly: ``context_management: Extra
+  inputs are not permitted``, FastAPI's and vLLM's ``extra_forbidden`` lists, Azure's ``Unrecognized request
+  argument supplied: prompt_cache_key``; retry/refused_fields.py has each text and where it was seen): the rule
+  reads which field from the text, and each one outside the conversation is learned as ``strip:<field>``
+  (strip-refused-fields). A text naming the conversation's content names nothing to strip: the rule does not match.
 """
 
 from __future__ import annotations
@@ -69,10 +74,11 @@ from typing import Any
 
 import orjson
 
+from llmfix.body import fields
 from llmfix.memory.learn_anthropic_thinking import FOREIGN, TYPES, block_key, fact_key, marker_key
 from llmfix.memory.store import Reasoning
 from llmfix.profiles import FLAGS
-from llmfix.retry import reasoning_facts
+from llmfix.retry import reasoning_facts, refused_fields
 
 MAX_ERROR_BYTES = 64 * 1024
 """An error body larger than this is not an error text llmfix knows (real ones are a few hundred bytes)."""
@@ -97,22 +103,27 @@ class Rule:
     """For a rejection only the upstream can judge (a signature, an encrypted payload): what it teaches about the
     request it rejected, noted in the reasoning memory, so that the repair sees it, the resend is repaired and the
     next request too (retry/decide.py)."""
+    reads: Callable[[bytes, str], tuple[str, ...]] | None = None
+    """For a rejection that names what it refuses (a request field): the fields it names, read from the error body
+    and its text (retry/refused_fields.py); each is learned as ``strip:<field>``. Naming none, the rule does not
+    match."""
 
 
 @dataclass(frozen=True, slots=True)
 class Match:
     rule: Rule
     text: str  # the error text it matched in (unredacted: callers redact before logging)
+    taught: tuple[tuple[str, bool], ...] = ()  # what a ``reads`` rule read from this rejection (``strip:<field>``)
 
     @property
     def flags(self) -> tuple[tuple[str, bool], ...]:
-        """The rule's flags this llmfix has (a row for a flag another branch adds stays inert)."""
-        return tuple((f, v) for f, v in self.rule.flags if f in FLAGS)
+        """The rule's flags this llmfix has (a row for a flag another branch adds stays inert), then what it read."""
+        return tuple((f, v) for f, v in self.rule.flags if f in FLAGS) + self.taught
 
 
 def _rule(name: str, dialect: str, statuses: tuple[int, ...], pattern: str, *flags: tuple[str, bool],
-          facts: Facts | None = None) -> Rule:
-    return Rule(name, dialect, frozenset(statuses), re.compile(pattern), flags, facts)
+          facts: Facts | None = None, reads: Callable[[bytes, str], tuple[str, ...]] | None = None) -> Rule:
+    return Rule(name, dialect, frozenset(statuses), re.compile(pattern), flags, facts, reads)
 
 
 _SERDE = r"Failed to deserialize the JSON body into the target type: "
@@ -227,6 +238,9 @@ RULES: tuple[Rule, ...] = (
               OPENAI_IMAGES),
         _rule("image-openai-url-too-long", dialect, (400,), r"image_url': string too long", OPENAI_IMAGES),
     )),
+    # -- a request field the upstream refuses, on any of the three APIs: read from the text (refused_fields.py) --
+    *(_rule("refused-field", dialect, (400, 422), refused_fields.PATTERN, reads=refused_fields.read)
+      for dialect in ("chat", "responses", "messages")),
 )
 
 
@@ -265,5 +279,8 @@ def match(dialect: str, status: int, body: bytes) -> Match | None:
         return None
     for rule in RULES:
         if rule.dialect == dialect and status in rule.statuses and rule.pattern.search(text):
-            return Match(rule, text)
+            if rule.reads is None:
+                return Match(rule, text)
+            if names := rule.reads(body, text):
+                return Match(rule, text, tuple((fields.QUIRK + name, True) for name in names))
     return None
