@@ -23,7 +23,7 @@ from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
 from llmfix.memory.store import upstream_id
 from llmfix.profiles import ProfileTable
-from llmfix.repairs import pipeline, settled
+from llmfix.repairs import pipeline, settled, strip_refused_fields
 from llmfix.repairs.base import Context
 from llmfix.report import render
 from llmfix.report.changes import Change
@@ -129,7 +129,7 @@ def process(req: Request, settings: Settings) -> Outcome:
         return Outcome("failed", f"body of {len(req.raw)} bytes exceeds llmfix_max_body={settings.max_body}")
     try:
         with COLLECTOR.paused():  # released for image work (llmfix.collector)
-            return _process(req, settings)
+            return strip_refused_fields.finish(_process(req, settings), req, settings)  # the top-level body's repair
     except BadBody as e:
         return Outcome("failed", str(e))
     except images.WouldBlock as e:  # called on the event loop, and an image must be decoded: nothing was sent

@@ -47,6 +47,7 @@ from llmfix.repairs import (
     restore_reasoning_content,
     restore_text_media,
     restore_tool_media,
+    strip_refused_fields,
     untangle_tool_run,
 )
 from llmfix.repairs.base import Context, Repair
@@ -67,7 +68,8 @@ PIPELINE: tuple[Repair, ...] = (
     fit_images.REPAIR,
     flatten_tool_text.REPAIR,
 )
-NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
+NAMES: tuple[str, ...] = (*dict.fromkeys(r.name for r in PIPELINE), strip_refused_fields.NAME)
+"""Every repair's name; strip-refused-fields changes the top-level body, after the pipeline (engine.process)."""
 
 
 def candidates(ctx_dialect: Any, profile: Any, body: Searchable, enabled: frozenset[str]) -> list[Repair]:
