@@ -63,7 +63,7 @@ def rejection(vendor: str, path: Path, value: Any) -> Rejection:
 def _find(field: str, body: dict[str, Any]) -> tuple[Path, Any] | None:
     """Where ``field`` first occurs in ``body`` (its path and value), or None."""
     head, _, rest = field.partition(".")
-    if field == "cache_control.ttl" or (rest == "cache_control" and head not in body):
+    if field == "cache_control.ttl" or rest == "cache_control":
         for path, block in _blocks(body):
             marker = as_dict(block.get("cache_control"))
             if field == "cache_control.ttl" and "ttl" in marker:
