@@ -113,6 +113,58 @@ def strip(body: dict[str, Any], fields: list[Field]) -> tuple[dict[str, Any], li
     return result, out
 
 
+def strip_members(data: bytes, fields: list[Field], loads: Any, dumps: Any, tries: int = 4
+                  ) -> tuple[bytes, list[Stripped]] | None:
+    """``data`` (a JSON object's bytes) without the top-level ``fields`` (kind "member"), found from their bytes
+    without parsing what comes before them; None when that cannot be done (parse the whole body then).
+
+    Why: an agent's request keeps its knobs after its message array (Claude Code's ``context_management`` and
+    ``output_config``, Codex's ``prompt_cache_key``), and parsing a megabyte of history to drop one of them costs
+    ~7 ms. How: the last occurrence of the member's quoted name, preceded by ``{`` or ``,``, from which ``{`` + the
+    rest of the body parses (``loads``) as one object holding that name, is where the body's top-level members
+    from that one on begin (a name inside a nested object leaves unbalanced brackets after it, one inside a string
+    cannot be followed by ``:``); those members are written again (``dumps``) without the field. Tried at the last
+    ``tries`` occurrences of each name."""
+    out, gone = data, []
+    for f in fields:
+        needle = dumps(f.path[0])
+        end = len(out)
+        for _ in range(tries):
+            at = out.rfind(needle, 0, end)
+            if at < 0:
+                break  # not in the body
+            sep = _before(out, at)  # where the ``,`` or ``{`` before it is
+            rest = _object(b"{" + out[at:], loads) if sep >= 0 and out[sep] in b",{" else None
+            if rest is not None and f.path[0] in rest:
+                stripped, taken = strip(rest, [f])
+                gone += taken
+                if taken and stripped:
+                    out = out[:at] + dumps(stripped)[1:]
+                elif taken:  # it was the last member: the object closes before it
+                    out = out[: _before(out, sep) + 1 if out[sep] == ord(",") else sep + 1] + b"}"
+                break
+            end = at
+        else:
+            return None
+    return out, gone
+
+
+def _before(data: bytes, at: int) -> int:
+    """The index of the last byte before ``at`` that is not JSON whitespace (-1: none)."""
+    i = at - 1
+    while i >= 0 and data[i] in b" \t\r\n":
+        i -= 1
+    return i
+
+
+def _object(data: bytes, loads: Any) -> dict[str, Any] | None:
+    try:
+        value = loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _without_member(body: dict[str, Any], f: Field, out: list[Stripped]) -> dict[str, Any]:
     """``body`` without the member path ``f.path`` (tag segments skipped), copied along the way; as it was if absent."""
     chain: list[tuple[dict[str, Any], str]] = []

@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
 from llmfix.body import fields
-from tests.conftest import fixture_json
+from llmfix.body.conversation import loads
+from tests.conftest import fixture_bytes, fixture_json
 
 CC = "claude-code/single_png__turn2.json"
 
@@ -103,3 +105,49 @@ def test_someones_data_named_cache_control_stays() -> None:
             "metadata": {"note": "cache_control"}}
     out, gone = strip(body, "cache_control", "tools.cache_control")
     assert out is body and gone == []
+
+
+def members(raw: bytes, *names: str) -> tuple[bytes, list[str]] | None:
+    got = fields.strip_members(raw, [f for n in names if (f := fields.parse(n)) is not None], loads, orjson.dumps)
+    return None if got is None else (got[0], [g.where for g in got[1]])
+
+
+@pytest.mark.parametrize(("raw", "names", "out"), [
+    (b'{"model":"m","messages":[1],"context_management":{"a":1}}', ["context_management"],
+     b'{"model":"m","messages":[1]}'),
+    (b'{"model":"m","messages":[1],"context_management":{"a":1} ,\n "stream":true}', ["context_management"],
+     b'{"model":"m","messages":[1],"stream":true}'),
+    (b'{ "context_management" : {"a":1} }', ["context_management"], b"{}"),
+    (b'{"a":1,\n "prompt_cache_key": "k"\n}', ["prompt_cache_key"], b'{"a":1}'),
+    (b'{"output_config":{"effort":"high","format":{}},\n  "messages":[] }', ["output_config.format"],
+     b'{"output_config":{"effort":"high"},"messages":[]}'),
+    # the name inside the conversation, as a value and inside a string: only the top-level member goes
+    (b'{"messages":[{"context_management":1}],"x":"context_management","t":"\\"context_management\\":1",'
+     b'"context_management":2}', ["context_management"],
+     b'{"messages":[{"context_management":1}],"x":"context_management","t":"\\"context_management\\":1"}'),
+    (b'{"messages":[{"context_management":1}]}', ["context_management"], b'{"messages":[{"context_management":1}]}'),
+])
+def test_a_top_level_knob_is_taken_out_of_the_bytes(raw: bytes, names: list[str], out: bytes) -> None:
+    got = members(raw, *names)
+    assert got is not None and got[0] == out
+    body, _ = strip(loads(raw), *names)
+    assert loads(got[0]) == body  # what parsing the whole body would have given
+
+
+@pytest.mark.parametrize("name", ["claude-code/single_png__turn2.json", "codex/turn2_request.json",
+                                  "pi-ai/openai_responses.json"])
+def test_the_bytes_route_gives_what_the_whole_parse_gives_on_the_captures(name: str) -> None:
+    raw = fixture_bytes(name)
+    for key in loads(raw):
+        if fields.parse(key) is not None:
+            got = members(raw, key)
+            assert got is not None and loads(got[0]) == strip(loads(raw), key)[0], key
+            sep = raw.rfind(b",", 0, raw.rfind(orjson.dumps(key)))
+            assert got[0][:sep] == raw[:sep], key  # the bytes before it, as they came
+
+
+def test_too_many_lookalikes_give_up_to_the_whole_parse() -> None:
+    raw = b'{"metadata":{},"messages":[' + b",".join([b'{"metadata":1}'] * 6) + b"]}"
+    assert members(raw, "metadata") is None
+    raw = b'{"metadata":{},"messages":[' + b",".join([b'{"metadata":1}'] * 3) + b"]}"
+    assert members(raw, "metadata") == (raw.replace(b'"metadata":{},', b""), ["metadata"])
