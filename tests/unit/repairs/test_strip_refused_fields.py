@@ -160,3 +160,13 @@ def test_a_learned_field_is_kept_by_the_memory_as_a_quirk() -> None:
     store = SqliteQuirkStore(":memory:", max_age_s=DAY)
     store.learn(Quirk(RELAY, 443, "messages", "strip:cache_control.ttl", True, TAUGHT, 2e9))
     assert LearnedQuirks(store, DAY).flags(RELAY.upper(), 443, "messages") == (("strip:cache_control.ttl", True),)
+
+
+def test_a_codex_websocket_message_loses_the_field_and_keeps_its_type() -> None:
+    """Codex 0.171 over the Responses WebSocket: each ``response.create`` goes through the same engine."""
+    host = "llmfix-test.openai.azure.com"
+    body = fixture_json("codex-ws/2_turn1.json")
+    out = run(fixture_bytes("codex-ws/2_turn1.json"), host, Dialect.RESPONSES,
+              quirks(host, "responses", "prompt_cache_key"))
+    assert json.loads(out.body) == without(body, "prompt_cache_key")
+    assert json.loads(out.body)["type"] == "response.create"
