@@ -1,9 +1,10 @@
 """drop-empty-text under generated Anthropic histories: valid ones untouched, broken ones lose nothing but blank text.
 
 Histories are built the way agents send them — user text (string or blocks), assistant text, thinking, parallel
-tool_use and their results, cache markers here and there — and then, for the broken ones, blank text is put where
-interrupted streams, resumes and blank tool outputs leave it: empty or whitespace-only text blocks (some carrying the
-marker), empty assistant turns, empty or whitespace string contents. For every history:
+tool_use and their results, cache markers here and there, Claude Code's system messages — and then, for the broken
+ones, blank text is put where interrupted streams, resumes and blank tool outputs leave it: empty or whitespace-only
+text blocks (some carrying the marker), empty assistant turns, empty or whitespace string contents. For every
+history:
 
 - valid (no blank text, no empty message): unchanged, the very same body (byte-identical through the engine);
 - never raises; idempotent; deterministic;
@@ -86,6 +87,8 @@ def histories(draw: st.DrawFn, broken: bool) -> list[dict[str, Any]]:
             messages.append({"role": "assistant", "content": head + sprinkle([txt()])})
             messages.append({"role": "user", "content": f"u{next(counter)}" if draw(st.booleans())
                              else sprinkle([txt()])})
+        if draw(st.integers(0, 4)) == 0:  # Claude Code's mid-conversation system message: not this repair's
+            messages.append({"role": "system", "content": f"s{next(counter)}"})
     if broken and draw(st.integers(0, 4)) == 0:
         messages.append(empty_turn("assistant"))  # an interrupted last turn
     return messages

@@ -166,9 +166,9 @@ def _extend(state: Seen | None, items: list[Any], start: int, ctx: Context) -> S
     latest). Looks only at the new messages and the state."""
     seen = state or Seen()
     n = len(items)
-    new = [f for i in range(start, n) if (f := facts(items[i], i)) is not None]
-    if not new:
+    if start >= n:
         return seen
+    new = [f for i in range(start, n) if (f := facts(items[i], i)) is not None]  # none: only system messages
     anchor = next((f for f in reversed(new) if f.role == "assistant" and not f.hollow), seen.anchor)
     latest = _latest(new, n) or anchor
     frozen = latest.index if latest is not None and latest.thinking else -1

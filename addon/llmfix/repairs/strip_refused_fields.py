@@ -88,7 +88,9 @@ def finish(outcome: Outcome, req: Request, settings: Settings) -> Outcome:
             if not isinstance(body, dict):
                 return outcome
             stripped, gone = fields.strip(body, wanted)
-            out = dumps.dumps(stripped) if len(data) >= dumps.BIG and gone else orjson.dumps(stripped)
+            if not gone:
+                return outcome
+            out = dumps.dumps(stripped) if len(data) >= dumps.BIG else orjson.dumps(stripped)
         if not gone:
             return outcome
     except (BadBody, codec.CodecError, TypeError) as e:  # TypeError: a number beyond 64 bits, which orjson cannot write
@@ -96,7 +98,7 @@ def finish(outcome: Outcome, req: Request, settings: Settings) -> Outcome:
                                    changes=(), body=None, wire=None, lines=(), records=())
     reasons = _reasons(quirks, req)
     changes = tuple(Change(NAME, s.where, f"{s.field} removed: this upstream refuses it "
-                                          f"({reasons.get(s.field, 'the rejection this request got')})",
+                                          f"({reasons.get(s.field, 'the rejection being retried')})",
                            before=s.value) for s in gone)
     return dataclasses.replace(
         outcome, status="repaired", changes=outcome.changes + changes, body=out,

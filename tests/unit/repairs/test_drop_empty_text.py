@@ -163,3 +163,20 @@ def test_other_dialects_are_not_its_own() -> None:
     raw = json.dumps({"model": "m", "messages": [{"role": "user", "content": ""}, {"role": "user", "content": "x"}]})
     out = engine.process(engine.Request(Dialect.CHAT, "api.openai.com", 443, raw.encode()), engine.Settings())
     assert out.status == "untouched"
+
+
+def test_the_certain_check_judges_again_what_it_let_pass_when_only_a_system_message_follows() -> None:
+    """A last empty assistant message was let pass; a system message after it makes it one that must go."""
+    from llmfix.body.conversation import loads, parse
+    from llmfix.profiles import ProfileTable
+    from llmfix.repairs import drop_empty_text
+    from llmfix.repairs.base import Context
+
+    messages = [user("hi"), assistant(), {"role": "system", "content": "reminder"}]
+    items = parse(Dialect.MESSAGES, loads(json.dumps(conv(*messages)).encode())).items
+    profile = ProfileTable().resolve(ANTHROPIC, 443, None, Dialect.MESSAGES).profile
+    ctx = Context(Dialect.MESSAGES, profile, None, None)
+    state = drop_empty_text._extend(None, items[:2], 0, ctx)
+    assert state is not None and not drop_empty_text.REPAIR.apply(items[:2], ctx)[1]
+    assert drop_empty_text._extend(state, items, 2, ctx) is None
+    assert drop_empty_text.REPAIR.apply(items, ctx)[1]
