@@ -30,6 +30,7 @@ import httpx2
 import openai
 import pytest
 
+from llmfix.memory.redis_link import PROBE_S
 from llmfix.memory.redis_store import QUIRKS
 from llmfix.retry.learned import SYNC_S
 from tests.e2e.harness import Mitmdump, loopback_proxy, sdk_kwargs
@@ -159,8 +160,10 @@ def test_the_first_request_is_refused_then_resent_once_without_the_field(
     assert case.field in first.json and case.field not in second.json
     assert second.json == {k: v for k, v in first.json.items() if k != case.field}  # only the refused field went
     assert any(KEY in value for value in second.headers.values())  # the client's own credentials
-    line = proxy.wait_for_output(f"retry: {case.status} refused-field")
-    assert f"learned strip:{case.field}=true for {case.host}:443" in proxy.output()[line.start():]
+    # the console line is printed before the client gets its answer, but read from mitmdump's pipe a moment later:
+    # waited for as this case's own line (an earlier case's retry line is there already)
+    line = proxy.wait_for_output(f"learned strip:{case.field}=true for {case.host}:443")
+    assert f"retry: {case.status} refused-field" in proxy.output()[: line.end()].splitlines()[-1]
     events = [json.loads(x) for x in (confdir / "changes.jsonl").read_text().splitlines()]
     assert any(e.get("event") == "retry" and e["host"] == case.host and e["learned"] == [
         {"flag": f"strip:{case.field}", "value": True, "new": True}] for e in events)
@@ -262,8 +265,8 @@ def test_a_second_instance_sharing_redis_sends_once(tmp_path: Path) -> None:
                 assert statuses(up, before) == [case.status, 200], case.id
             assert until(shared(redis), 10.0)
             with loopback_proxy(up, tmp_path / "b", **options) as b:
-                b.wait_for_output("memory: shared through")  # its copy of the shared quirks is read right then
-                time.sleep(SYNC_S + 0.5)  # and its view takes that copy within a second (retry/learned.py)
+                b.wait_for_output("memory: shared through")  # its copy of the shared quirks is read right then,
+                time.sleep(SYNC_S + PROBE_S)  # again every probe, and its view takes that copy within a second
                 for case in CASES:
                     before = len(up.requests)
                     assert send(b, case)
