@@ -7,6 +7,7 @@ reason, and the proxy forwards the request unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ from llmfix.memory.store import upstream_id
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import pipeline, settled
 from llmfix.repairs.base import Context
+from llmfix.repairs.top import TopContext
 from llmfix.report import render
 from llmfix.report.changes import Change
 from llmfix.wire import toolresults
@@ -122,7 +124,7 @@ def process(req: Request, settings: Settings) -> Outcome:
         return Outcome("failed", f"body of {len(req.raw)} bytes exceeds llmfix_max_body={settings.max_body}")
     try:
         with COLLECTOR.paused():  # released for image work (llmfix.collector)
-            return _process(req, settings)
+            return _top(_process(req, settings), req, settings)
     except BadBody as e:
         return Outcome("failed", str(e))
     except images.WouldBlock as e:  # called on the event loop, and an image must be decoded: nothing was sent
@@ -216,6 +218,37 @@ def _process(req: Request, settings: Settings) -> Outcome:
         lines=tuple(c.line() for c in changes),
         records=tuple(c.record() for c in changes),
     )
+
+
+def _top(outcome: Outcome, req: Request, settings: Settings) -> Outcome:
+    """``outcome`` (the pipeline's, for ``req``) with the top-level repairs' changes (:mod:`llmfix.repairs.top`); the
+    very same outcome when none of them wants the request or changes its body."""
+    if outcome.status not in ("untouched", "repaired"):
+        return outcome
+    quirks = settings.quirks
+    learned = quirks.flags(req.host, req.port, req.dialect) if quirks is not None else ()
+    model = outcome.model or req.model
+    profile = settings.table.resolve(req.host, req.port, model, req.dialect, learned).profile
+    ctx = TopContext(req.dialect, req.host, req.port, profile, model, learned, quirks)
+    todo = [r for r in pipeline.TOP if r.name in settings.enabled and r.wants(ctx)]
+    if not todo:
+        return outcome
+    data = outcome.body if outcome.body is not None else decode(req.raw, req.content_encoding, settings.max_body)
+    changes: list[Change] = []
+    try:
+        for repair in todo:
+            if (got := repair.apply(data, ctx)) is not None:
+                data, more = got
+                changes += more
+    except ValueError as e:
+        return dataclasses.replace(outcome, status="failed", reason=str(e), changes=(), body=None, wire=None,
+                                   lines=(), records=())
+    if not changes:
+        return outcome
+    return dataclasses.replace(
+        outcome, status="repaired", changes=outcome.changes + tuple(changes), body=data,
+        wire=codec.encode(data, req.content_encoding), lines=outcome.lines + tuple(c.line() for c in changes),
+        records=outcome.records + tuple(c.record() for c in changes))
 
 
 def _settle(todo: list[Any], items: list[Any], start: int, prior: settled.Verdict | None, hit: Hit | None,

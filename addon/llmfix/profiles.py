@@ -79,6 +79,7 @@ class Profile(BaseModel):
     ``messages.N.content.M: Invalid `signature` in `thinking` block``, anthropics/anthropic-sdk-python #1598).
     True: blocks whose form shows they are not its own (no or an empty signature, a message-UUID signature) leave
     the older turns up front; a rejection naming a block teaches the rest on any upstream (drop-foreign-thinking)."""
+    learn_refused_fields: bool = True  # strip-refused-fields; not Anthropic's: its refusals depend on model and beta
     # -- images (fit-images): what one inline image may be; None / a missing value: no such limit -----------
     image_formats: tuple[str, ...] | None = None
     """The image formats taken as they are (``jpeg``, ``png``, ``gif``, ``webp``, ``bmp``, ``tiff``, ``svg``); another
@@ -202,7 +203,8 @@ BUILTIN: dict[str, Profile] = {
         # docs/evidence.md, "Anthropic-compatible vendors".
         Profile(name="deepseek-anthropic", anthropic_system_messages=False,
                 image_formats=("jpeg", "png", "gif", "webp"), image_undecodable_refused=True),
-        Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True, **_ANTHROPIC_IMAGES),
+        Profile(name="anthropic", catalogue="anthropic", anthropic_signed_thinking=True, learn_refused_fields=False,
+                **_ANTHROPIC_IMAGES),
         # A gateway to every vendor's models, Anthropic's among them; it publishes no image limits of its own for
         # inline images (its one known image text is for downloaded ones: 413 "Downloaded image content cannot
         # exceed 30MB", artokun/comfyui-mcp #2221), and relays each vendor's rejection in ``metadata.raw``
@@ -314,8 +316,8 @@ class ProfileTable:
         names = (f"{host}:{port}", host) if port is not None else (host,)
         base = next((p for pat, p in BUILTIN_HOSTS if any(fnmatch.fnmatchcase(n, pat) for n in names)), "spec")
         profile = builtin(base, dialect)
-        if learned:
-            profile = profile.model_copy(update={**dict(learned), "name": f"{profile.name}+learned"})
+        if flags := {f: v for f, v in learned if f in FLAGS}:  # not a refused field (strip-refused-fields reads it)
+            profile = profile.model_copy(update={**flags, "name": f"{profile.name}+learned"})
         modality_override: frozenset[str] | None = None
         matching = [o for o in self.hosts if any(fnmatch.fnmatchcase(n, o.pattern) for n in names)]
         if model:

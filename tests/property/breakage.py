@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from tests.property.strategies import CONVERSATIONS, Conversation, texts
+from tests.property.strategies import CONVERSATIONS, Conversation, message_texts, texts
 
 BREAKAGES = {
     "chat": ("interrupt", "duplicate"),
@@ -105,13 +105,13 @@ def _messages(draw: Any, chunk: list[dict[str, Any]], how: str) -> list[dict[str
             return [assistant, {**user, "content": rest}]
         if draw(st.booleans()):
             return [assistant]  # the whole user message lost
-        return [assistant, {"role": "user", "content": rest or [{"type": "text", "text": draw(texts)}]}]
+        return [assistant, {"role": "user", "content": rest or [{"type": "text", "text": draw(message_texts)}]}]
     if how == "orphan":
         uses = [k for k, b in enumerate(assistant["content"]) if b.get("type") == "tool_use"]
         gone = {uses[k] for k in _subset(draw, len(uses))}
         kept = [b for k, b in enumerate(assistant["content"]) if k not in gone]
         if not any(b.get("type") not in ("thinking", "redacted_thinking") for b in kept):
-            kept.append({"type": "text", "text": draw(texts)})
+            kept.append({"type": "text", "text": draw(message_texts)})
         return [{**assistant, "content": kept}, user]
     if how == "duplicate":
         for b in assistant["content"]:
@@ -122,7 +122,7 @@ def _messages(draw: Any, chunk: list[dict[str, Any]], how: str) -> list[dict[str
                 b["tool_use_id"] = "toolu_dup"
         return [assistant, user]
     if draw(st.booleans()):  # text first
-        return [assistant, {**user, "content": [{"type": "text", "text": draw(texts)}, *user["content"]]}]
+        return [assistant, {**user, "content": [{"type": "text", "text": draw(message_texts)}, *user["content"]]}]
     if len(results) < 2:
         return None
     cut = results[draw(st.integers(1, len(results) - 1))]  # results split over two user messages

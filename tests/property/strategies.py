@@ -91,6 +91,8 @@ class Conversation:
 
 # text with quotes, newlines, non-ASCII and astral characters; no lone surrogates (not valid UTF-8)
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=16)
+message_texts = texts.map(lambda t: t if t.strip() else f"{t}.")
+"""Texts of Anthropic messages: never blank (Anthropic refuses a blank text block; drop-empty-text drops one)."""
 words = st.text("abcdefghij .-_/", min_size=1, max_size=10)
 tool_names = st.sampled_from(["Read", "read", "view_image", "Bash", "apply_patch", "screenshot"])
 payloads = st.binary(min_size=1, max_size=24).map(lambda b: base64.b64encode(b).decode())
@@ -389,8 +391,8 @@ def anthropic_result_content(draw: Any) -> Any:
 
 def _anthropic_user(draw: Any) -> dict[str, Any]:
     if draw(st.booleans()):
-        return {"role": "user", "content": [{"type": "text", "text": draw(texts)}, draw(anthropic_image)]}
-    return {"role": "user", "content": draw(texts)}
+        return {"role": "user", "content": [{"type": "text", "text": draw(message_texts)}, draw(anthropic_image)]}
+    return {"role": "user", "content": draw(message_texts)}
 
 
 @st.composite
@@ -400,7 +402,7 @@ def messages_tool_turn(draw: Any, turn: int) -> tuple[list[dict[str, Any]], list
     if draw(st.booleans()):
         blocks.append({"type": "thinking", "thinking": draw(texts), "signature": "sig" + draw(payloads)})
     if draw(st.booleans()):
-        blocks.append({"type": "text", "text": draw(texts)})
+        blocks.append({"type": "text", "text": draw(message_texts)})
     results: list[dict[str, Any]] = []
     known: list[ToolCall] = []
     for i in range(k):
@@ -416,7 +418,7 @@ def messages_tool_turn(draw: Any, turn: int) -> tuple[list[dict[str, Any]], list
             result["is_error"] = True
         results.append(result)
     if draw(st.booleans()):
-        results.append({"type": "text", "text": draw(texts)})  # text may follow the tool_result blocks
+        results.append({"type": "text", "text": draw(message_texts)})  # text may follow the tool_result blocks
     if draw(st.booleans()):
         results[-1] = {**results[-1], "cache_control": {"type": "ephemeral"}}
     return [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}], known
@@ -429,7 +431,7 @@ def messages_conversation(draw: Any, host_name: str) -> Conversation:
     calls: list[ToolCall] = []
     for turn in range(1, draw(st.integers(1, 3)) + 1):
         if draw(st.integers(0, 3)) == 0:
-            chunks.append([{"role": "assistant", "content": [{"type": "text", "text": draw(texts)}]},
+            chunks.append([{"role": "assistant", "content": [{"type": "text", "text": draw(message_texts)}]},
                            _anthropic_user(draw)])
         else:
             chunk, known = draw(messages_tool_turn(turn))

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tests.upstreams import chat_rules, compat_rules, image_rules, messages_rules, reasoning_rules, responses_rules
+from tests.upstreams import (
+    chat_rules,
+    compat_rules,
+    empty_rules,
+    image_rules,
+    messages_rules,
+    reasoning_rules,
+    responses_rules,
+)
 from tests.upstreams.errors import Rejection
 
 __all__ = ["RULE_SETS", "Rejection", "check", "dialect_of", "rules_for_host"]
@@ -88,8 +96,8 @@ def check(rules: str, path: str, body: dict[str, Any]) -> Rejection | None:
             return chat_rules.check_xai(body) or image_rules.check_xai(dialect, body)
         return chat_rules.check_openai(body) or (image_rules.check_openai_chat(body) if images else None)
     if dialect == "messages":
-        return compat_rules.check(rules, body) or messages_rules.check(body) or (
-            image_rules.check_anthropic(body) if rules == "anthropic" else None)
+        return compat_rules.check(rules, body) or (empty_rules.check(body) if rules == "anthropic" else None) or (
+            messages_rules.check(body)) or (image_rules.check_anthropic(body) if rules == "anthropic" else None)
     return None
 
 

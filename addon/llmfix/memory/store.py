@@ -98,7 +98,7 @@ class Quirk:
     host: str
     port: int
     dialect: str  # "chat" | "responses" | "messages"
-    flag: str  # a Profile field, e.g. "responses_tool_output_array"
+    flag: str  # a Profile field, e.g. "responses_tool_output_array", or a refused request field: "strip:<field>"
     value: bool
     reason: str  # what taught it: status and a short, redacted excerpt of the error text (never a header or key)
     learned_at: float  # unix time

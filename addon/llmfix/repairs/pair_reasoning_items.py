@@ -47,7 +47,7 @@ from llmfix.repairs.base import Context
 from llmfix.report.changes import Change
 
 NAME = "pair-reasoning-items"
-Order = tuple[str | None, str | None, bool]  # (after, next, rejected), learn_responses.read_order
+Order = tuple[str | None, str | None, bool]  # (after, next, rejected), dialects/responses/learn.read_order
 
 
 def _orders(ctx: Context, keys: set[str]) -> dict[str, Order]:

@@ -24,9 +24,13 @@ tool message is a text part that flattening then joins).
 
 Reasoning state: drop-foreign-thinking comes right after the fold, before anything else looks at assistant turns:
 it may drop an older assistant message that held only foreign thinking, and the pairing repairs must see the
-conversation without it. restore-reasoning-content comes right after pair-tool-calls: which assistant messages need
-their reasoning depends on where the user messages are (untangle-tool-run moves Droid's out of tool runs), and it
-only adds a field to assistant messages, which no later repair looks at.
+conversation without it. drop-empty-text comes right after it, on what it left: blank text blocks and the messages
+they leave empty go before the pairing repairs look for a tool_use's results in the next message (an empty
+assistant turn between a tool_use and its results splits them); it runs again right after pair-tool-calls, which
+keeps an orphan result's content, a blank text block included, as text of a user message.
+restore-reasoning-content comes right after pair-tool-calls: which assistant messages need their reasoning depends
+on where the user messages are (untangle-tool-run moves Droid's out of tool runs), and it only adds a field to
+assistant messages, which no later repair looks at.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 
 from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
+    drop_empty_text,
     drop_foreign_thinking,
     drop_unverifiable_reasoning,
     fit_images,
@@ -47,18 +52,22 @@ from llmfix.repairs import (
     restore_reasoning_content,
     restore_text_media,
     restore_tool_media,
+    strip_refused_fields,
     untangle_tool_run,
 )
 from llmfix.repairs.base import Context, Repair
+from llmfix.repairs.top import TopRepair
 from llmfix.report.changes import Change
 
 PIPELINE: tuple[Repair, ...] = (
     fold_system_messages.REPAIR,
     drop_foreign_thinking.REPAIR,
+    drop_empty_text.REPAIR,
     restore_tool_media.REPAIR,
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
     pair_tool_calls.REPAIR,
+    drop_empty_text.REPAIR,  # again: what pair-tool-calls moved out of an orphan result
     restore_reasoning_content.REPAIR,
     drop_unverifiable_reasoning.REPAIR,
     pair_reasoning_items.REPAIR,
@@ -67,7 +76,10 @@ PIPELINE: tuple[Repair, ...] = (
     fit_images.REPAIR,
     flatten_tool_text.REPAIR,
 )
-NAMES: tuple[str, ...] = tuple(dict.fromkeys(r.name for r in PIPELINE))
+TOP: tuple[TopRepair, ...] = (strip_refused_fields.REPAIR,)
+"""The top-level repairs, in the order they run on the body the pipeline produced (:mod:`llmfix.repairs.top`)."""
+NAMES: tuple[str, ...] = (*dict.fromkeys(r.name for r in PIPELINE), *(r.name for r in TOP))
+"""Every repair's name; strip-refused-fields changes the top-level body, after the pipeline (engine.process)."""
 
 
 def candidates(ctx_dialect: Any, profile: Any, body: Searchable, enabled: frozenset[str]) -> list[Repair]:

@@ -185,9 +185,9 @@ def learn(d: Decision, settings: engine.Settings) -> None:
 
 
 def settle(d: Decision, settings: engine.Settings, again: rejections.Match | None) -> None:
-    """The resend was answered: rejected the same way (``again`` is the same rule), its new flags did not help,
-    so later requests are not shaped by them."""
-    if again is None or again.rule != d.found.rule or settings.quirks is None:
+    """The resend was answered: rejected the same way (``again`` is the same rule, naming the same fields), its new
+    flags did not help, so later requests are not shaped by them. A refusal of another field is progress: kept."""
+    if again is None or (again.rule, again.taught) != (d.found.rule, d.found.taught) or settings.quirks is None:
         return
     for (f, _), is_new in zip(d.known + d.useful, d.new, strict=True):
         if is_new:

@@ -16,15 +16,22 @@ below hold for a request of any dialect, since gateways relay their vendor's tex
   ``image_undecodable_refused``. OpenAI's ``The image data you provided does not represent a valid image…``
   (Responses: Codex's ``view_image`` of an SVG), ``You uploaded an unsupported image…`` (Chat) and the ``string too
   long`` text of a tool output's ``image_url`` teach ``image_limits_openai``.
+- A request field the upstream refuses (a relay or vendor that validates strictly: ``context_management: Extra
+  inputs are not permitted``, FastAPI's and vLLM's ``extra_forbidden`` lists, Azure's ``Unrecognized request
+  argument supplied: prompt_cache_key``; retry/refused_fields.py has each text and where it was seen): the rule
+  reads which field from the text, and each one outside the conversation is learned as ``strip:<field>``
+  (strip-refused-fields). A text naming the conversation's content names nothing to strip: the rule does not match.
 """
 
 from __future__ import annotations
 
 import orjson
 
+from llmfix.body import fields
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.registry import DIALECTS, named
 from llmfix.profiles import FLAGS
+from llmfix.retry import refused_fields
 from llmfix.retry.rules import ANTHROPIC_IMAGES, OPENAI_IMAGES, UNDECODABLE_REFUSED, Match, Rule, rule
 
 __all__ = ["ANY", "MAX_ERROR_BYTES", "RULES", "STATUSES", "Match", "Rule", "error_text", "match"]
@@ -47,6 +54,8 @@ ANY: tuple[Rule, ...] = (
          r"The image data you provided does not represent a valid image|You uploaded an unsupported image",
          OPENAI_IMAGES),
     rule("image-openai-url-too-long", (400,), r"image_url': string too long", OPENAI_IMAGES),
+    # a request field the upstream refuses: which one is read from the text (retry/refused_fields.py)
+    rule("refused-field", (400, 422), refused_fields.PATTERN, reads=refused_fields.read),
 )
 """The rejections of a request of any dialect, read after its dialect's own."""
 
@@ -95,5 +104,8 @@ def match(dialect: Dialect | str, status: int, body: bytes) -> Match | None:
         return None
     for r in (*dialect.rejections, *ANY):
         if status in r.statuses and r.pattern.search(text):
-            return Match(r, text)
+            if r.reads is None:
+                return Match(r, text)
+            if names := r.reads(body, text):
+                return Match(r, text, tuple((fields.QUIRK + name, True) for name in names))
     return None

@@ -37,21 +37,27 @@ class Rule:
     """For a rejection only the upstream can judge (a signature, an encrypted payload): what it teaches about the
     request it rejected, noted in the reasoning memory, so that the repair sees it, the resend is repaired and the
     next request too (retry/decide.py)."""
+    reads: Callable[[bytes, str], tuple[str, ...]] | None = None
+    """For a rejection that names what it refuses (a request field): the fields it names, read from the error body
+    and its text (retry/refused_fields.py); each is learned as ``strip:<field>``. Naming none, the rule does not
+    match."""
 
 
 @dataclass(frozen=True, slots=True)
 class Match:
     rule: Rule
     text: str  # the error text it matched in (unredacted: callers redact before logging)
+    taught: tuple[tuple[str, bool], ...] = ()  # what a ``reads`` rule read from this rejection (``strip:<field>``)
 
     @property
     def flags(self) -> tuple[tuple[str, bool], ...]:
-        return self.rule.flags
+        """The rule's flags, then what it read."""
+        return self.rule.flags + self.taught
 
 
 def rule(name: str, statuses: tuple[int, ...], pattern: str, *flags: tuple[str, bool],
-         facts: Facts | None = None) -> Rule:
-    return Rule(name, frozenset(statuses), re.compile(pattern), flags, facts)
+         facts: Facts | None = None, reads: Callable[[bytes, str], tuple[str, ...]] | None = None) -> Rule:
+    return Rule(name, frozenset(statuses), re.compile(pattern), flags, facts, reads)
 
 
 NO_ARRAY_OUTPUT = ("responses_tool_output_array", False)

@@ -1,6 +1,6 @@
 """Learning tool calls in Anthropic Messages: ``tool_use`` blocks of assistant messages, JSON answers and SSE events.
 
-Which upstream issued which thinking block is learned beside them, by :mod:`.learn_anthropic_thinking` (its
+Which upstream issued which thinking block is learned beside them, by :mod:`.learn_thinking` (its
 records: see there)."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Kinds of :class:`~llmfix.memory.store.Reasoning` records (the second is taught b
   signature, or of its data), ``value`` the model that issued it, ``upstream`` the upstream that answered.
 - ``messages.foreign_thinking``: ``key`` is ``<block_key>@<upstream>``: that upstream rejected the block (named
   by ``messages.N.content.M``); ``value`` says by which rule and where. Beside them one marker per upstream,
-  ``key`` ``@<upstream>``, ``value`` new with every block taught (``retry/reasoning_facts.lesson``: when, a count,
+  ``key`` ``@<upstream>``, ``value`` new with every block taught (``retry/rules.lesson``: when, a count,
   a digest of the block): a request to an upstream that never rejected a block asks one key, not one per block,
   and a continued session sees from its value whether a rejection came since its older blocks were judged — also
   when a block taught before is taught again after another.
