@@ -58,6 +58,14 @@ class Request:
     counts_only: bool = False  # the request asks only for a token count (Gemini's countTokens)
 
 
+def request(dialect: Dialect, host: str, port: int | None, path: str, raw: bytes, content_encoding: str | None,
+            flow_id: str | None) -> Request:
+    """The request a transport hands the engine for a body sent to ``path`` (what the path says, the dialect reads:
+    Gemini's model and its countTokens)."""
+    return Request(dialect, host, port, raw, content_encoding, flow_id, dialect.shape.path_model(path),
+                   dialect.shape.counts_only(path))
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     status: Literal["untouched", "repaired", "failed", "deferred"]  # deferred: run it again off the event loop

@@ -166,7 +166,7 @@ class LLMFix:
             reason = "body was streamed, llmfix cannot see it" if raw is None else "empty body"
             logger.warning("llmfix: %s left unchanged: %s", flow_name(flow), reason)
             return
-        req = engine.Request(dialect, r.host, r.port, raw, r.headers.get("content-encoding"), flow.id)
+        req = engine.request(dialect, r.host, r.port, r.path, raw, r.headers.get("content-encoding"), flow.id)
         started = events.now()
         try:
             outcome = await self.run(req, settings)

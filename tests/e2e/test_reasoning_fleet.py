@@ -21,8 +21,8 @@ from tests.upstreams.reasoning_sessions import droid
 
 pytestmark = [needs_redis, pytest.mark.timeout(240)]
 ANTHROPIC = "https://api.anthropic.com/v1/messages"
-# the same fleet as the Redis fleet tests (two instances, one Redis, a mock by host), this module's own
-redis_server, upstream, fleet = test_redis_fleet.redis_server, test_redis_fleet.upstream, test_redis_fleet.fleet
+# the same fleet as the Redis fleet tests (two instances, one Redis: conftest's, a mock by host), this module's own
+fleet = test_redis_fleet.fleet
 
 
 def shared(server: RedisServer, pattern: bytes) -> Callable[[], bool]:

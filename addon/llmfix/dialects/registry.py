@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.chat.dialect import CHAT
+from llmfix.dialects.gemini.dialect import GEMINI
 from llmfix.dialects.messages.dialect import MESSAGES
 from llmfix.dialects.responses.dialect import RESPONSES
 
-__all__ = ["CHAT", "DIALECTS", "MESSAGES", "NAMES", "RESPONSES", "named", "register"]
+__all__ = ["CHAT", "DIALECTS", "GEMINI", "MESSAGES", "NAMES", "RESPONSES", "named", "register"]
 
 
 def register(*dialects: Dialect) -> tuple[Dialect, ...]:
@@ -24,7 +25,7 @@ def register(*dialects: Dialect) -> tuple[Dialect, ...]:
     return dialects
 
 
-DIALECTS: tuple[Dialect, ...] = register(CHAT, RESPONSES, MESSAGES)
+DIALECTS: tuple[Dialect, ...] = register(CHAT, RESPONSES, MESSAGES, GEMINI)
 NAMES: tuple[str, ...] = tuple(d.name for d in DIALECTS)
 _BY_NAME = {d.name: d for d in DIALECTS}
 

@@ -56,7 +56,7 @@ def learn_json_response(dialect: Dialect | str, body: bytes, *, upstream: str = 
     try:
         learner = _dialect(dialect).learn
         obj = orjson.loads(body)
-        if not isinstance(obj, dict):
+        if not isinstance(obj, dict) and not (isinstance(obj, list) and learner.ARRAYS):
             raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
         if on_reasoning is not None:
             asked = Asked(upstream, request) if request is not None else Asked(upstream)

@@ -122,7 +122,7 @@ class Reasoning:
     upstream: str = ""
 
 
-SINGLE_VALUED = frozenset({"chat.reasoning_content"})
+SINGLE_VALUED = frozenset({"chat.reasoning_content", "gemini.thought_signature"})
 """Kinds whose key must name one value: what is given back from them goes into a request as it is (the reasoning of
 a Chat turn), so a key noted again with another value or upstream — two sessions that made the same key — is
 ambiguous and never recalled again (until it expires), instead of handing one session's record to the other. Other

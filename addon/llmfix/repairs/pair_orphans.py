@@ -168,16 +168,16 @@ def _turn_orphans(items: list[Any], strays: list[tp.Answer], known: dict[str, An
                                   f"{d.at(j)}: no {turns.CALL} declared it; restored "
                                   f"{', '.join(u.name for u in uses)} from memory in the assistant message before",
                                   None, [u.to_wire() for u in uses]))
-        convert = {a.sub for a in found if a not in restore}
+        convert = {a.sub: a.call_id for a in found if a not in restore}
         if not convert:
             continue
         msg = out[j]
         blocks: list[Any] = []
         for k, b in enumerate(turns.blocks(msg)):
             if k in convert:
-                new = turns.result_as_blocks(b, orphan_label(turns.result_id(b)))
+                new = turns.result_as_blocks(b, orphan_label(convert[k]))
                 blocks += new
-                changes.append(Change(NAME, d.tools.location(j, k), f"{turns.RESULT} {turns.result_id(b)}: no "
+                changes.append(Change(NAME, d.tools.location(j, k), f"{turns.RESULT} {convert[k] or '(no id)'}: no "
                                       f"{turns.CALL} declared it and none in memory; kept as text naming the call",
                                       b.to_wire(), [x.to_wire() for x in new]))
             else:

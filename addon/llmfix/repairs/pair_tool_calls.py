@@ -47,6 +47,7 @@ every later turn, so provider prompt caches keep hitting.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from llmfix.dialects.base import Pairing
@@ -185,52 +186,79 @@ def _answer(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
     return out, changes
 
 
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A block of a turn and the blocks that came with it (a result's attached media): what moves together."""
+
+    blocks: tuple[Any, ...]
+    call_id: str | None  # the call a result answers ("" none); None: not a result
+
+
+def _units(turns: Any, blocks: list[Any], ids: dict[int, str]) -> list[tuple[int, _Unit]]:
+    """(index of its first block, unit) of ``blocks``; ``ids``: block index → the call id of each result."""
+    out = []
+    k = 0
+    while k < len(blocks):
+        if turns.is_result(blocks[k]):
+            n = 1 + turns.attached(blocks, k)
+            out.append((k, _Unit(tuple(blocks[k : k + n]), ids.get(k, ""))))
+            k += n
+        else:
+            out.append((k, _Unit((blocks[k],), None)))
+            k += 1
+    return out
+
+
 def _next_turn(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
     """Results in the next user turn: every result of a turn there, first and in call order, one added for each
-    call with none, results found in a later turn moved back, a turn left empty removed."""
+    call with none, results found in a later turn moved back (with what came with them), a turn left empty
+    removed."""
     d, items = ctx.dialect, pairs.items
     turns = d.turns
     assert turns is not None
+    ids: dict[int, dict[int, str]] = {}
+    for x in pairs.answers:
+        ids.setdefault(x.index, {})[x.sub if x.sub is not None else 0] = x.call_id
     decl_at: dict[str, list[int]] = {}
     for c in pairs.calls:
         decl_at.setdefault(c.call_id, []).append(c.index)
     # where each result belongs: the model turn right before its message, else the first that declares it
     home: dict[tp.Key, int] = {}
-    for a in pairs.answers:
-        at = decl_at.get(a.call_id, [])
-        if a.index - 1 in at or not at:
+    for x in pairs.answers:
+        at = decl_at.get(x.call_id, [])
+        if x.index - 1 in at or not at:
             continue
-        earlier = [x for x in at if x < a.index]
-        home[a.key] = earlier[-1] if earlier else at[0]
-    moved_in: dict[int, list[Any]] = {}
+        earlier = [i for i in at if i < x.index]
+        home[x.key] = earlier[-1] if earlier else at[0]
+    units_at = {j: dict(_units(turns, turns.blocks(items[j]), ids.get(j, {}))) for j, _ in home}
+    moved_in: dict[int, list[tuple[int, _Unit]]] = {}
     for (j, k), h in sorted(home.items()):
-        moved_in.setdefault(h, []).append((j, k, turns.blocks(items[j])[k]))
-    out: list[Any] = []
-    changes: list[Change] = []
+        moved_in.setdefault(h, []).append((j, units_at[j][k]))
     lost: dict[int, set[int]] = {}
     for j, k in home:
         lost.setdefault(j, set()).add(k)
     new_at: dict[int, Any] = {}  # message index → its new message (None: dropped)
     added_after: dict[int, Any] = {}
+    changes: list[Change] = []
     for g in pairs.groups:
         a = g.anchor
         nxt = items[a + 1] if a + 1 < len(items) else None
         is_user = nxt is not None and turns.role(nxt) == "user"
-        blocks = turns.blocks(nxt) if is_user else []
+        units = _units(turns, turns.blocks(nxt), ids.get(a + 1, {})) if is_user else []
         gone = lost.get(a + 1, set()) if is_user else set()
         mine = {c.call_id for c in g.calls}
-        kept = [(k, b) for k, b in enumerate(blocks) if k not in gone]
-        results = [b for _, b in kept if turns.is_result(b) and turns.result_id(b) in mine]
-        others = [b for _, b in kept if not (turns.is_result(b) and turns.result_id(b) in mine)]
-        incoming = [b for _, _, b in moved_in.get(a, [])]
-        have = {turns.result_id(b) for b in results + incoming}
+        kept = [(k, u) for k, u in units if k not in gone]
+        results = [u for _, u in kept if u.call_id in mine]
+        others = [u for _, u in kept if u.call_id not in mine]
+        incoming = [u for _, u in moved_in.get(a, [])]
+        have = {u.call_id for u in results + incoming}
         missing = [c for c in g.calls if c.call_id not in have]
         order = {c.call_id: n for n, c in enumerate(g.calls)}
-        lead = _merge(results + incoming, turns.result_id, missing,
-                      lambda c: d.tools.missing_result(c, missing_text(c)), order)
-        content = lead + others
-        first_other = next((n for n, (_, b) in enumerate(kept) if not turns.is_result(b)), len(kept))
-        out_of_place = any(turns.is_result(b) and turns.result_id(b) in mine for _, b in kept[first_other:])
+        lead = _merge(results + incoming, lambda u: u.call_id, missing,
+                      lambda c: _Unit((d.tools.missing_result(c, missing_text(c)),), c.call_id), order)
+        content = [b for u in (*lead, *others) for b in u.blocks]
+        first_other = next((n for n, (_, u) in enumerate(kept) if u.call_id is None), len(kept))
+        out_of_place = any(u.call_id in mine for _, u in kept[first_other:])
         if not (missing or incoming or out_of_place or gone):
             continue
         if not is_user:
@@ -242,8 +270,8 @@ def _next_turn(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
             notes.append(f"{turns.CALL} {tp.ids(missing)} had no {turns.RESULT}: added {turns.MISSING} saying "
                          "none was recorded")
         if incoming:
-            src = ", ".join(d.at(j) for j, _, _ in moved_in[a])
-            notes.append(f"{turns.RESULT} {', '.join(turns.result_id(b) for b in incoming)} moved here from {src}, "
+            src = ", ".join(d.at(j) for j, _ in moved_in[a])
+            notes.append(f"{turns.RESULT} {', '.join(u.call_id or '(no id)' for u in incoming)} moved here from {src}, "
                          "with the other results of this turn")
         if out_of_place:
             notes.append(f"{turns.RESULT} blocks moved before the other content")
@@ -253,11 +281,12 @@ def _next_turn(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
     for j, ks in lost.items():
         if j in new_at:
             continue
-        rest = [b for k, b in enumerate(turns.blocks(items[j])) if k not in ks]
+        rest = [b for k, u in _units(turns, turns.blocks(items[j]), ids.get(j, {})) if k not in ks for b in u.blocks]
         new_at[j] = turns.with_blocks(items[j], rest) if rest else None
         if not rest:
             changes.append(Change(NAME, d.at(j), "user message held only tool results of an earlier "
                                   "turn; they moved there, the empty message is removed", items[j].to_wire(), None))
+    out: list[Any] = []
     for i, m in enumerate(items):
         m = new_at.get(i, m)
         if m is not None:

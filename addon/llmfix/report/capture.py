@@ -220,7 +220,7 @@ def _expect_one(f: http.HTTPFlow, settings: engine.Settings) -> dict[str, Any]:
         reason = "empty body" if raw is not None else "body was streamed, llmfix cannot see it"
         return {**entry, "status": "failed", "reason": reason}
     ce = r.headers.get("content-encoding")
-    req = engine.Request(dialect, r.host, r.port, raw, ce, f.id)
+    req = engine.request(dialect, r.host, r.port, r.path, raw, ce, f.id)
     # the command runs on the event loop and waits for its answer: on an image worker, so that its images are
     # converted there (on the loop a new image would only stop the run)
     outcome = offload.IMAGE_WORKERS.submit(engine.process, req, settings).result()

@@ -101,7 +101,8 @@ class Retry:
         status = flow.response.status_code if flow.response else 0
         info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
         client_raw = info.get("original") or flow.request.raw_content
-        req = engine.Request(dialect, host, port, client_raw, flow.request.headers.get("content-encoding"), None)
+        req = engine.request(dialect, host, port, flow.request.path, client_raw,
+                             flow.request.headers.get("content-encoding"), None)
         attempt = Attempt(self.fix, flow, dialect, found, status, req)
         if await attempt.decide(flow.request.raw_content or b"") is None:
             return attempt.give_up()

@@ -538,9 +538,9 @@ def test_oversized_responses_delta_falls_back_to_the_done_item(caplog: pytest.Lo
 
 def test_unknown_dialect_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown dialect"):
-        StreamLearner("gemini", print)
+        StreamLearner("cohere", print)
     with pytest.raises(ValueError, match="unknown dialect"):
-        calls_in_request("gemini", {})
+        calls_in_request("cohere", {})
 
 
 # -- non-streamed responses ------------------------------------------------------------------------------

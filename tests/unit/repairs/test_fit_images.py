@@ -308,7 +308,7 @@ def test_an_image_that_cannot_be_made_small_enough_becomes_a_placeholder() -> No
     assert "cannot be made to fit" in change.summary and change.dropped
 
 
-GEMINI = "generativelanguage.googleapis.com"  # an upstream llmfix has no profile for: "spec"
+GEMINI = "llm.gateway.example"  # an upstream llmfix has no profile for: "spec"
 
 
 def chat_with(*urls: str) -> dict[str, Any]:

@@ -12,10 +12,12 @@ from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records
 from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
 
-__all__ = ["ANSWER_NEEDLES", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
+__all__ = ["ANSWER_NEEDLES", "ARRAYS", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
 
 ANSWER_NEEDLES = (b"tool_calls", b"reasoning")
 """Bytes a JSON answer holds when there is something in it to learn (a call, reasoning)."""
+ARRAYS = False
+"""A JSON answer is one object."""
 
 
 def _chat_call(tc: Any) -> ToolCall | None:

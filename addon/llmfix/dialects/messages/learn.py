@@ -12,10 +12,12 @@ from llmfix.dialects.messages.learn_thinking import ThinkingAssembler, reasoning
 from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import ToolCall
 
-__all__ = ["ANSWER_NEEDLES", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
+__all__ = ["ANSWER_NEEDLES", "ARRAYS", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
 
 ANSWER_NEEDLES = (b"tool_use", b"thinking")
 """Bytes a JSON answer holds when there is something in it to learn (a call, a thinking block)."""
+ARRAYS = False
+"""A JSON answer is one object."""
 
 
 def _anthropic_call(block: Any) -> ToolCall | None:

@@ -40,8 +40,8 @@ def is_result(block: Any) -> bool:
     return isinstance(block, an.ToolResult)
 
 
-def result_id(block: Any) -> str:
-    return block.tool_use_id
+def attached(blocks: list[Any], k: int) -> int:
+    return 0
 
 
 def result_as_blocks(block: Any, label: str) -> list[Any]:

@@ -54,6 +54,8 @@ _RESPONSES_KINDS = {"function_call": "function", "custom_tool_call": "custom"}
 
 ANSWER_NEEDLES = (b"function_call", b"custom_tool_call", b"reasoning")
 """Bytes a JSON answer holds when there is something in it to learn (a call, a reasoning item)."""
+ARRAYS = False
+"""A JSON answer is one object."""
 
 
 def _responses_call(item: Any) -> ToolCall | None:
