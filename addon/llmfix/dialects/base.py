@@ -210,6 +210,13 @@ class Tools(Protocol):
     def declaration(self, remembered: Any, output_type: str | None = None) -> Any:
         """A remembered call (a :class:`llmfix.memory.store.ToolCall`) as this dialect declares one."""
         ...
+    SCHEMA_ESCAPE: str | None
+    """Where a tool declaration's full JSON Schema may go when its upstream refuses it in the usual place (Gemini:
+    ``parametersJsonSchema``); None where there is no such place (the schema is fitted instead)."""
+
+    def schemas(self, body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+        """(location, declaration, the key holding its parameter schema) of each tool the request declares."""
+        ...
     def settled(self, items: list[Any], start: int, declared: Any, answered: Any
                 ) -> tuple[set[str], set[str]] | None:
         """One cheap pass over ``items[start:]``: the ids it declares and answers when it is certain that

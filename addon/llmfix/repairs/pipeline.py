@@ -28,6 +28,11 @@ conversation without it. drop-empty-text comes right after it, on what it left: 
 they leave empty go before the pairing repairs look for a tool_use's results in the next message (an empty
 assistant turn between a tool_use and its results splits them); it runs again right after pair-tool-calls, which
 keeps an orphan result's content, a blank text block included, as text of a user message.
+Gemini: drop-repeated-responses and order-gemini-turns come right before pair-tool-calls, so that it pairs what is
+left once copies of a response, empty parts and contents are gone and every call turn follows a user content (a
+blank content between a call turn and its responses would split them); restore-thought-signatures comes after
+pairing, when the contents are where they will be sent (which calls are in the current turn depends on where the
+user contents are), and it only sets a field of a call part, which no later repair looks at.
 restore-reasoning-content comes right after pair-tool-calls: which assistant messages need their reasoning depends
 on where the user messages are (untangle-tool-run moves Droid's out of tool runs), and it only adds a field to
 assistant messages, which no later repair looks at.
@@ -41,16 +46,20 @@ from llmfix.body.haystack import Searchable
 from llmfix.repairs import (
     drop_empty_text,
     drop_foreign_thinking,
+    drop_repeated_responses,
     drop_unverifiable_reasoning,
     fit_images,
+    fit_tool_schemas,
     flatten_tool_text,
     fold_system_messages,
     hoist_tool_media,
     omit_unsupported_media,
+    order_gemini_turns,
     pair_reasoning_items,
     pair_tool_calls,
     restore_reasoning_content,
     restore_text_media,
+    restore_thought_signatures,
     restore_tool_media,
     strip_refused_fields,
     untangle_tool_run,
@@ -66,9 +75,12 @@ PIPELINE: tuple[Repair, ...] = (
     restore_tool_media.REPAIR,
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
+    drop_repeated_responses.REPAIR,
+    order_gemini_turns.REPAIR,
     pair_tool_calls.REPAIR,
     drop_empty_text.REPAIR,  # again: what pair-tool-calls moved out of an orphan result
     restore_reasoning_content.REPAIR,
+    restore_thought_signatures.REPAIR,
     drop_unverifiable_reasoning.REPAIR,
     pair_reasoning_items.REPAIR,
     hoist_tool_media.REPAIR,
@@ -76,7 +88,7 @@ PIPELINE: tuple[Repair, ...] = (
     fit_images.REPAIR,
     flatten_tool_text.REPAIR,
 )
-TOP: tuple[TopRepair, ...] = (strip_refused_fields.REPAIR,)
+TOP: tuple[TopRepair, ...] = (strip_refused_fields.REPAIR, fit_tool_schemas.REPAIR)
 """The top-level repairs, in the order they run on the body the pipeline produced (:mod:`llmfix.repairs.top`)."""
 NAMES: tuple[str, ...] = (*dict.fromkeys(r.name for r in PIPELINE), *(r.name for r in TOP))
 """Every repair's name; strip-refused-fields changes the top-level body, after the pipeline (engine.process)."""

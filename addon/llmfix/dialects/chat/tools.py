@@ -113,3 +113,14 @@ def settled(items: list[Any], start: int, declared: Any, answered: Any) -> tuple
                     return None
                 nd.add(tc.id)
     return nd, na
+
+
+SCHEMA_ESCAPE = None
+
+
+def schemas(body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """(location, declaration, key) of each tool's parameter schema: ``tools[i].function.parameters``."""
+    tools = body.get("tools")
+    return [(f"tools[{i}].function", t["function"], "parameters") for i, t in enumerate(tools or ())
+            if isinstance(t, dict) and isinstance(t.get("function"), dict)
+            and isinstance(t["function"].get("parameters"), dict)] if isinstance(tools, list) else []

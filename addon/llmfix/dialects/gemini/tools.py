@@ -172,3 +172,21 @@ def _leads(content: gw.Content) -> bool:
         elif isinstance(p, gw.ResponsePart) and seen_text:
             return False
     return True
+
+
+SCHEMA_ESCAPE = "parametersJsonSchema"
+"""Where a declaration's full JSON Schema may go instead of ``parameters`` (https://ai.google.dev/api/caching#
+FunctionDeclaration: mutually exclusive with it; what Gemini CLI sends)."""
+
+
+def schemas(body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """(location, declaration, key) of each function declaration's ``parameters`` (either spelling of the
+    declarations' list; inside Code Assist's envelope too)."""
+    holder = body.get("request") if "contents" not in body and isinstance(body.get("request"), dict) else body
+    out = []
+    for i, tool in enumerate(holder.get("tools") or () if isinstance(holder.get("tools"), list) else ()):
+        decls = gw.member(tool, "functionDeclarations") if isinstance(tool, dict) else None
+        for j, decl in enumerate(decls if isinstance(decls, list) else ()):
+            if isinstance(decl, dict) and isinstance(decl.get("parameters"), dict):
+                out.append((f"tools[{i}].function_declarations[{j}]", decl, "parameters"))
+    return out

@@ -134,3 +134,13 @@ def settled(items: list[Any], start: int, declared: Any, answered: Any) -> tuple
                     return None
                 na.add(x)
     return nd, na
+
+
+SCHEMA_ESCAPE = None
+
+
+def schemas(body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """(location, declaration, key) of each tool's input schema: ``tools[i].input_schema``."""
+    tools = body.get("tools")
+    return [(f"tools[{i}]", t, "input_schema") for i, t in enumerate(tools or ())
+            if isinstance(t, dict) and isinstance(t.get("input_schema"), dict)] if isinstance(tools, list) else []

@@ -93,3 +93,13 @@ def result_as_user(output: rs.ToolOutput, label: str) -> rs.Message:
     parts = [rs.InputText(type="input_text", text=p.text) if isinstance(p, rs.OutputText) else p
              for p in output.output]
     return rs.Message(type="message", role="user", content=[rs.InputText(type="input_text", text=label), *parts])
+
+
+SCHEMA_ESCAPE = None
+
+
+def schemas(body: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+    """(location, declaration, key) of each function tool's parameter schema: ``tools[i].parameters``."""
+    tools = body.get("tools")
+    return [(f"tools[{i}]", t, "parameters") for i, t in enumerate(tools or ())
+            if isinstance(t, dict) and isinstance(t.get("parameters"), dict)] if isinstance(tools, list) else []
