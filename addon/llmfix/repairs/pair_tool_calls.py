@@ -39,6 +39,11 @@ Written once over the dialect-neutral view of :mod:`llmfix.wire.toolpairs`, in t
 
 Pass 2 (results nobody declared) lives in :mod:`llmfix.repairs.pair_orphans`.
 
+Gemini pairs by count and place (ids are optional there): after a model content with N calls, one user content with
+N responses in call order, media right after the response they came with (google-gemini/gemini-cli #6379,
+#16543). Not for Gemini's ``countTokens``: Gemini CLI counts a content holding only function responses there
+(tests/fixtures/gemini-cli/count_tokens_request.json), which that method takes.
+
 Valid histories, server-side tool blocks and ``item_reference`` items are left as they are, byte for
 byte. Deterministic, idempotent and prefix-stable: a result placed for turn N is placed the same way on
 every later turn, so provider prompt caches keep hitting.
@@ -297,13 +302,15 @@ def _next_turn(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if paired.surely_paired(ctx.dialect, items):
+    if ctx.counts_only or paired.surely_paired(ctx.dialect, items):
         return items, []
     return full(items, ctx)
 
 
 def _extend(state: paired.Settled | None, items: list[Any], start: int, ctx: Context) -> paired.Settled | None:
     """Certain that nothing needs pairing: :func:`llmfix.wire.paired.settled` over the new items."""
+    if ctx.counts_only:
+        return state if state is not None else paired.settled(ctx.dialect, [], 0, None)
     return paired.settled(ctx.dialect, items, start, state)
 
 

@@ -25,7 +25,7 @@ Repair, on a Gemini 3 model (named ``gemini-3…`` or later), on an upstream who
 
 A signature the request carries is never replaced unless its upstream refused it; calls after the first of a step
 stay unsigned, as the model sent them; older turns keep whatever they have. The log shows a signature as its length
-and digest, never its value. Not for a request that only counts tokens.
+and digest, never its value.
 """
 
 from __future__ import annotations
@@ -95,8 +95,7 @@ def _refused(ctx: Context, items: list[Any], start: int = 0) -> tuple[set[str], 
 
 
 def _active(ctx: Context, marker: str | None) -> bool:
-    return not ctx.counts_only and (ctx.profile.gemini_thought_signatures or _gemini3(ctx.model)
-                                    or marker is not None)
+    return ctx.profile.gemini_thought_signatures or _gemini3(ctx.model) or marker is not None
 
 
 def _step_key(ctx: Context, content: gw.Content) -> str:
