@@ -31,6 +31,8 @@ logger = logging.getLogger("llmfix")
 OFFLOAD_BYTES = 256 * 1024
 """Bodies at least this large are repaired in a worker thread, so other flows are not stalled."""
 
+STREAMED = ("text/event-stream", "application/x-ndjson", "application/jsonl", "application/jsonlines")
+"""Content types of answers that arrive event by event (SSE; newline-delimited JSON, as Ollama streams)."""
 ROUTE = "llmfix_dialect"
 """flow.metadata key: the dialect of a routed LLM request, read again by the response hooks."""
 RETRY_OF = "llmfix_retry_of"
@@ -185,12 +187,18 @@ class LLMFix:
         return await offload.process(req, settings, offload=heavy)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        """Stream SSE answers of LLM requests through untouched, learning the tool calls they issue."""
+        """Stream every streamed answer through untouched, event by event, whatever its host or path (mitmproxy holds
+        an answer until it ends unless told otherwise: Gemini CLI gives up on headers after 60 s and sends its turn
+        again); learn the tool calls that LLM answers issue."""
         dialect = flow.metadata.get(ROUTE)
         resp = flow.response
-        if dialect is None or resp is None or flow.response.stream or RETRY_OF in flow.metadata:
+        if resp is None or resp.stream or RETRY_OF in flow.metadata:
             return  # llmfix's resend is read whole: its answer replaces a rejection in the response hook
-        if not resp.headers.get("content-type", "").lower().startswith("text/event-stream"):
+        kind = resp.headers.get("content-type", "").lower()
+        if not kind.startswith(STREAMED):
+            return
+        if dialect is None or not kind.startswith("text/event-stream"):
+            resp.stream = True
             return
         learner = self.learner(flow, dialect, resp.headers.get("content-encoding"))
 

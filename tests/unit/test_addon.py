@@ -8,8 +8,8 @@ import logging
 from pathlib import Path
 
 import pytest
-from mitmproxy import contentviews, exceptions
-from mitmproxy.test import taddons
+from mitmproxy import contentviews, exceptions, http
+from mitmproxy.test import taddons, tutils
 
 from llmfix.proxy import LLMFix
 from tests.conftest import fixture_bytes, make_flow
@@ -224,3 +224,19 @@ def test_running_freezes_the_startup_heap_with_the_catalogue_read() -> None:
         assert catalogue._catalogue.cache_info().currsize == 1  # read before the freeze
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.parametrize(("host", "path", "kind", "streams"), [
+    ("example.com", "/events", "text/event-stream; charset=utf-8", True),  # routed or not: any SSE answer
+    ("api.x.ai", "/v1/responses", "text/event-stream", True),
+    ("localhost", "/api/chat", "application/x-ndjson", True),  # Ollama's stream
+    ("example.com", "/page", "text/html", False),
+    ("api.x.ai", "/v1/responses", "application/json", False),  # read whole: llmfix learns from it
+])
+async def test_every_streamed_answer_streams_routed_or_not(addon, host, path, kind, streams) -> None:
+    a, _ = addon
+    flow = make_flow(XAI if host == "api.x.ai" else b"{}", host=host, path=path)
+    await a.request(flow)
+    flow.response = tutils.tresp(headers=http.Headers(content_type=kind), content=None)
+    a.responseheaders(flow)
+    assert bool(flow.response.stream) is streams
