@@ -85,15 +85,15 @@ class Attempt:
         the facts about it: exactly what a rejection answered with its status would teach), note it on the flow and
         log it once. Nothing is learned where nothing would have been resent (report mode, no change)."""
         d = self._decision
+        learned = f"learned {views.learned_text(d.event['learned'])}"
         if d.outcome is not None:
             decide.learn(d, self.fix.settings)
             result = UNSENT
         elif self.fix.settings.mode != "repair" and d.why.startswith("report mode"):
-            result = "report mode: would learn it for the next request"
+            result, learned = "report mode: would learn it for the next request", f"would have {learned}"
         else:
-            result = d.why
-        learned = views.learned_text(d.event["learned"]) if d.outcome is not None else "nothing"
-        note = f"llmfix: rejected inside its 200 stream ({self.found.rule.name}) → learned {learned}"
+            result, learned = d.why, "learned nothing"
+        note = f"llmfix: rejected inside its 200 stream ({self.found.rule.name}) → {learned}"
         self.flow.comment = f"{self.flow.comment}\n{note}" if self.flow.comment else note
         self._show()
         self.log(result)

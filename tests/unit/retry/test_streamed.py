@@ -134,6 +134,7 @@ async def test_report_mode_learns_nothing_and_says_what_it_would(addons, caplog)
         await streamed(fix, retry, f, sse_text([ANSWER], error=MISSING))
     assert "llmfix (report): " in caplog.text and "report mode: would learn it for the next request" in caplog.text
     assert fix.learned() == []
+    assert f.comment.endswith("(gemini-signature-missing) → would have learned gemini_thought_signatures=true")
 
 
 @pytest.mark.parametrize("case", ["retry-off", "unknown-text", "not-an-error", "offline"])
