@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from llmfix.cli_env import no_proxy_warning
 from llmfix.cli_options import LaunchError, launcher_options, metrics_line
 
 SCRIPT = Path(__file__).resolve().parent / "mitmdump_script" / "llmfix_launched.py"
@@ -58,10 +59,11 @@ usage: llmfix [--metrics HOST:PORT] [MITMDUMP OPTIONS] -- CLIENT [ARGS...]   run
 
 With a client, llmfix listens on a free loopback port and the client gets HTTPS_PROXY/HTTP_PROXY (and
 lower-case forms), SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, CODEX_CA_CERTIFICATE, REQUESTS_CA_BUNDLE and
-NODE_USE_ENV_PROXY=1. Changes are appended to <confdir>/llmfix-changes.jsonl unless --set llmfix_log=...
-is given. MITMDUMP OPTIONS are any of `mitmdump --help` (e.g. --set llmfix_mode=report, -s more.py,
---mode reverse:https://api.x.ai@8081). --metrics HOST:PORT serves Prometheus metrics at http://HOST:PORT/metrics
-and a health check at /healthz (--set llmfix_metrics=HOST:PORT; port 0: a free one, printed).
+NODE_USE_ENV_PROXY=1; NO_PROXY is kept (a line says which known LLM hosts it sends around llmfix). Changes
+are appended to <confdir>/llmfix-changes.jsonl unless --set llmfix_log=... is given. MITMDUMP OPTIONS are any
+of `mitmdump --help` (e.g. --set llmfix_mode=report, -s more.py, --mode reverse:https://api.x.ai@8081).
+--metrics HOST:PORT serves Prometheus metrics at http://HOST:PORT/metrics and a health check at /healthz
+(--set llmfix_metrics=HOST:PORT; port 0: a free one, printed).
 """
 
 
@@ -308,6 +310,8 @@ def run_client(options: list[str], client: list[str]) -> int:
                 print("llmfix: no regular proxy mode, so no HTTPS_PROXY for the client (only the CA variables)",
                       file=sys.stderr)
             if line := metrics_line(ready):  # asked for with --metrics: where (a port 0 is known only now)
+                print(line, file=sys.stderr, flush=True)
+            if url is not None and (line := no_proxy_warning(os.environ)):  # kept as it is: said, not changed
                 print(line, file=sys.stderr, flush=True)
             threading.Thread(target=_watch, args=(proxy, client_done, output), daemon=True).start()
             try:

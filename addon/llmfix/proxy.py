@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -39,6 +40,9 @@ RETRY_OF = "llmfix_retry_of"
 """flow.metadata key of llmfix's own resend (llmfix.retry.addon): the request hooks leave it alone."""
 UPSTREAM = "llmfix_upstream"
 """flow.metadata key: (scheme, host, port) the request was routed with, before any later addon re-points it."""
+StreamWatcher = Callable[[http.HTTPFlow, bytes], None]
+"""Told of each error event inside a routed SSE answer (its JSON text), on the event loop, inside mitmproxy's stream
+callable: it must be quick (schedule any work) and may raise only what it wants logged."""
 
 
 def upstream_name(flow: http.HTTPFlow, dialect: str) -> str:
@@ -73,6 +77,7 @@ class LLMFix:
         self.window = MediaWindow(0.0)
         self.offload = False  # run every request's engine in a worker thread (a Redis memory)
         self._memory_spec: tuple[str, float, int, float] | None = None
+        self._stream_watchers: list[StreamWatcher] = []
 
     def running(self) -> None:
         """Once the proxy is up: move everything alive now (modules, classes, pydantic's and mitmproxy's
@@ -200,7 +205,8 @@ class LLMFix:
         if dialect is None or not kind.startswith("text/event-stream"):
             resp.stream = True
             return
-        learner = self.learner(flow, dialect, resp.headers.get("content-encoding"))
+        on_error = (lambda event: self._stream_error(flow, event)) if self._stream_watchers else None
+        learner = self.learner(flow, dialect, resp.headers.get("content-encoding"), on_error=on_error)
 
         def stream(data: bytes) -> bytes:
             try:
@@ -235,12 +241,24 @@ class LLMFix:
             self._remember(learn.learn_json_response(dialect, body, upstream=upstream_name(flow, dialect),
                                                      on_reasoning=self._note, request=lambda: request_body(flow)))
 
-    def learner(self, flow: http.HTTPFlow, dialect: str, content_encoding: str | None = None) -> learn.StreamLearner:
+    def learner(self, flow: http.HTTPFlow, dialect: str, content_encoding: str | None = None, *,
+                on_error: learn.OnError | None = None) -> learn.StreamLearner:
         """A learner for the answer of ``flow`` (an SSE body, or the server's messages on a WebSocket): every
-        transport learns through one of these, so all of them learn the same things into the same memory."""
+        transport learns through one of these, so all of them learn the same things into the same memory.
+        ``on_error``: told of each error event in the answer (an SSE answer's; a socket reads its own)."""
         return learn.StreamLearner(dialect, self._remember, content_encoding=content_encoding, label=flow_name(flow),
                                    upstream=upstream_name(flow, dialect), on_reasoning=self._note,
-                                   request=lambda: request_body(flow))
+                                   request=lambda: request_body(flow), on_error=on_error)
+
+    def _stream_error(self, flow: http.HTTPFlow, event: bytes) -> None:
+        """An error event inside the SSE answer of ``flow``, to each watcher; one that fails is logged, never raised
+        (the learner would stop, and mitmproxy's stream callable must not raise)."""
+        for watcher in self._stream_watchers:
+            try:
+                watcher(flow, event)
+            except Exception as e:
+                logger.warning("llmfix: %s: an error inside the streamed answer was not read: %s: %s", flow_name(flow),
+                               type(e).__name__, e, exc_info=True)
 
     def _remember(self, calls: list[ToolCall]) -> None:
         if self.recall is not None and calls:
@@ -285,6 +303,11 @@ class LLMFix:
         """The request ``key`` names (a flow id, ``<flow id>/<message index>``) was answered: its media leave the
         window restore-tool-media reads (:mod:`llmfix.memory.media_window`)."""
         self.window.finish(key)
+
+    def watch_stream_errors(self, watcher: StreamWatcher) -> None:
+        """Tell ``watcher`` of each error event inside a routed SSE answer from now on (repair-and-retry learns from a
+        rejection an upstream reports inside a 200 stream)."""
+        self._stream_watchers.append(watcher)
 
     def learned(self) -> list[Quirk]:
         """The upstream quirks learned from rejections, oldest first."""

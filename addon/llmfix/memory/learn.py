@@ -9,6 +9,9 @@ the reasoning repairs need:
   (transfer-decoded, still content-encoded, chunk boundaries unrelated to event boundaries) and reports
   each call once it is complete; :meth:`StreamLearner.feed_event` takes one event already framed (a
   WebSocket message of the Responses API carries one stream event, the JSON of an SSE ``data:`` line);
+- an event that is an error object (``data: {"error": {…}}``, or a bare JSON chunk of one with no ``data:``, as
+  Gemini reports a rejection inside a 200 stream: googleapis/js-genai ``processStreamResponse`` checks every chunk
+  for an ``error`` key) goes to ``on_error`` when one is given, never to the assembler;
 - :func:`learn_json_response` reads a non-streamed JSON response;
 - :func:`calls_in_request` reads the calls a request's own history declares.
 
@@ -40,6 +43,24 @@ logger = logging.getLogger(__name__)
 
 OnCalls = Callable[[list[ToolCall]], None]
 OnReasoning = Callable[[list[Reasoning]], None]
+OnError = Callable[[bytes], None]
+"""Gets the JSON text of an error event (``{"error": {…}}`` or ``[{"error": {…}}]``) as the stream carried it."""
+ERROR_HEAD = 256
+"""An error event names its ``"error"`` key within this many bytes (Google's bodies, pretty-printed, do in 4)."""
+
+
+def is_error_event(data: bytes) -> bool:
+    """Is this event's JSON an error object, ``{"error": {…}}`` or Google's array of one (``[{"error": {…}}]``)?
+    A cheap look at the head first: only a candidate is parsed."""
+    if data[:ERROR_HEAD].lstrip()[:1] not in (b"{", b"[") or b'"error"' not in data[:ERROR_HEAD]:
+        return False
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    if isinstance(value, list) and value:
+        value = value[0]
+    return isinstance(value, dict) and isinstance(value.get("error"), dict)
 
 
 def _dialect(dialect: Dialect | str) -> Dialect:
@@ -91,7 +112,8 @@ class StreamLearner:
     ``on_calls`` receives the calls completed by each chunk (each call id once per stream), and at end
     of stream (``feed(b"")``) whatever is still pending with an id and a name. ``on_reasoning`` receives
     the :class:`Reasoning` records an assembler reports, each stamped with ``upstream`` when it has none;
-    ``request`` gives the parsed body of the request the stream answers (:class:`~llmfix.memory.learn_base.Asked`).
+    ``request`` gives the parsed body of the request the stream answers (:class:`~llmfix.memory.learn_base.Asked`);
+    ``on_error`` receives each error event (:func:`is_error_event`), in the stream's order.
     """
 
     def __init__(
@@ -105,10 +127,12 @@ class StreamLearner:
         max_buffer: int = 8 * 1024 * 1024,
         label: str = "",
         request: Callable[[], Any] | None = None,
+        on_error: OnError | None = None,
     ) -> None:
         self.dialect = _dialect(dialect)
         self._on_calls = on_calls
         self._on_reasoning = on_reasoning
+        self._on_error = on_error
         self.upstream = upstream
         self._max_buffer = max_buffer
         self._label = label or f"{dialect} stream"
@@ -275,7 +299,9 @@ class StreamLearner:
                         data_lines.append(value)
                     elif field == b"event":
                         name = value
-            if not data_lines:
+            if not data_lines:  # a bare JSON chunk (Gemini's error inside a 200 stream), or nothing to read
+                if self._on_error is not None and is_error_event(event):
+                    self._on_error(event)
                 return
             data = b"\n".join(data_lines)
         self._event(data, name, out)
@@ -284,6 +310,9 @@ class StreamLearner:
         """One event's data (``name``: its SSE ``event:`` field, or empty) to the assembler."""
         if len(data) < 16 and data.strip() == b"[DONE]":
             self._assembler.finish(out)
+            return
+        if self._on_error is not None and is_error_event(data):
+            self._on_error(data)
             return
         if not self._assembler.wants(data):
             return

@@ -21,7 +21,8 @@ SECRETS = re.compile(
     r"|gsk_[A-Za-z0-9]{8,}"
     r"|gh[pousr]_[A-Za-z0-9]{16,}"
     r"|AKIA[0-9A-Z]{16}"
-    r"|AIza[0-9A-Za-z_\-]{20,}"
+    r"|AIza[0-9A-Za-z_\-]{20,}"  # a Google API key (the Gemini API's, sent as x-goog-api-key or ?key=)
+    r"|ya29\.[0-9A-Za-z_\-]{20,}"  # a Google OAuth access token (Gemini CLI's Code Assist bearer, gcloud's)
     r"|(?i:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"
     r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
 )

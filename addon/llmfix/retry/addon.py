@@ -14,6 +14,9 @@ is buffered, not streamed: see the README ("Repair and retry") for why.
 
 Console line and JSONL record per retry carry the flow id, host, path, status, the rule's name and a
 redacted excerpt of the error text: never a header value or a key.
+
+A known rejection inside a 200 event stream (Gemini's ``{"error": …}`` chunk) cannot be resent: it is learned from
+for the next request (:mod:`llmfix.retry.streamed`), and the response hook waits until it is.
 """
 
 from __future__ import annotations
@@ -25,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 from mitmproxy import command, ctx, http
 from mitmproxy.addons.clientplayback import ReplayHandler
 
-from llmfix import engine
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.registry import named
 from llmfix.proxy import RETRY_OF, ROUTE, UPSTREAM, flow_name
-from llmfix.report import views
 from llmfix.retry import rejections
-from llmfix.retry.attempt import Attempt
+from llmfix.retry.attempt import Attempt, client_request
+from llmfix.retry.streamed import StreamRejections
 
 if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
@@ -42,6 +44,8 @@ class Retry:
     def __init__(self, fix: LLMFix) -> None:
         self.fix = fix
         self.enabled = True
+        self.streamed = StreamRejections(fix, lambda: self.enabled)
+        fix.watch_stream_errors(self.streamed.seen)
 
     def load(self, loader: Any) -> None:
         loader.add_option(
@@ -79,6 +83,7 @@ class Retry:
 
     # -- hooks -------------------------------------------------------------------------------------------
     async def response(self, flow: http.HTTPFlow) -> None:
+        await self.streamed.settle(flow)  # a rejection inside its stream is learned before the client sees the end
         if RETRY_OF in flow.metadata or not self.enabled or not flow.live:
             return  # a flow read from a file (``mitmdump -nr``) is never resent: offline means no traffic
         dialect, upstream, resp = flow.metadata.get(ROUTE), flow.metadata.get(UPSTREAM), flow.response
@@ -90,20 +95,15 @@ class Retry:
         try:
             found = rejections.match(named(dialect), resp.status_code, resp.get_content(strict=False) or b"")
             if found is not None:
-                await self._retry(flow, found, upstream)
+                await self._retry(flow, found)
         except Exception as e:  # a bug in llmfix: the client still gets the upstream's answer
             logger.warning("llmfix: %s: retry failed, the client gets the upstream's answer: internal error: %s: %s",
                            flow_name(flow), type(e).__name__, e, exc_info=True)
 
-    async def _retry(self, flow: http.HTTPFlow, found: rejections.Match, upstream: tuple[str, str, int]) -> None:
-        _, host, port = upstream
+    async def _retry(self, flow: http.HTTPFlow, found: rejections.Match) -> None:
         dialect = named(flow.metadata[ROUTE])
         status = flow.response.status_code if flow.response else 0
-        info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
-        client_raw = info.get("original") or flow.request.raw_content
-        req = engine.request(dialect, host, port, flow.request.path, client_raw,
-                             flow.request.headers.get("content-encoding"), None)
-        attempt = Attempt(self.fix, flow, dialect, found, status, req)
+        attempt = Attempt(self.fix, flow, dialect, found, status, client_request(flow, dialect))
         if await attempt.decide(flow.request.raw_content or b"") is None:
             return attempt.give_up()
         first = flow.response

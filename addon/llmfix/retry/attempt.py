@@ -7,6 +7,9 @@ rejection teaches and the repaired request (:func:`llmfix.retry.decide.decide`),
 resend goes out, the report of the resent request, the flow's record of the retry (the llmfix views show it), its
 comment, one console line and one JSONL record, and what the resend's answer means for what was learned
 (:func:`llmfix.retry.decide.settle`). Never a header value or a key: the error text is a redacted excerpt.
+
+A rejection that came inside an answer already streaming to the client (``streamed``) cannot be resent:
+:meth:`Attempt.learn_unsent` learns what the resend would have taught, so the next request is repaired up front.
 """
 
 from __future__ import annotations
@@ -31,6 +34,17 @@ if TYPE_CHECKING:
     from llmfix.proxy import LLMFix
 
 logger = logging.getLogger("llmfix")
+UNSENT = "not resent (the answer was already streaming to the client): the next request is repaired up front"
+
+
+def client_request(flow: http.HTTPFlow, dialect: Dialect) -> engine.Request:
+    """The request of ``flow`` as its client sent it (the body llmfix kept before repairing it), to the upstream it
+    was routed to; no media-window key (trying flags is not a request in flight)."""
+    _, host, port = flow.metadata[UPSTREAM]
+    info = flow.metadata.get(views.META) if isinstance(flow.metadata.get(views.META), dict) else {}
+    raw = info.get("original") or flow.request.raw_content
+    return engine.request(dialect, host, port, flow.request.path, raw, flow.request.headers.get("content-encoding"),
+                          None)
 
 
 @dataclass
@@ -46,6 +60,8 @@ class Attempt:
     status: int
     req: engine.Request
     message: int | None = None
+    streamed: bool = False
+    """The rejection came inside a 200 answer already streaming to the client: nothing can be resent."""
     decision: decide.Decision | None = None
     record: dict[str, Any] = field(default_factory=dict)
     """What the llmfix views show of this retry, under the request's record (``"retry"``)."""
@@ -63,6 +79,24 @@ class Attempt:
         if why is not None:
             d.outcome, d.why, d.event["learned"] = None, why, []
         self.log(d.why)
+
+    def learn_unsent(self) -> None:
+        """For a ``streamed`` rejection: learn what the resend would have taught (the flags that change the body, or
+        the facts about it: exactly what a rejection answered with its status would teach), note it on the flow and
+        log it once. Nothing is learned where nothing would have been resent (report mode, no change)."""
+        d = self._decision
+        learned = f"learned {views.learned_text(d.event['learned'])}"
+        if d.outcome is not None:
+            decide.learn(d, self.fix.settings)
+            result = UNSENT
+        elif self.fix.settings.mode != "repair" and d.why.startswith("report mode"):
+            result, learned = "report mode: would learn it for the next request", f"would have {learned}"
+        else:
+            result, learned = d.why, "learned nothing"
+        note = f"llmfix: rejected inside its 200 stream ({self.found.rule.name}) → {learned}"
+        self.flow.comment = f"{self.flow.comment}\n{note}" if self.flow.comment else note
+        self._show()
+        self.log(result)
 
     def begin(self, first: bytes) -> bytes:
         """Learn what the rejection teaches and note the retry; the repaired request to send (``first``: the
@@ -109,13 +143,14 @@ class Attempt:
         report = "" if mode == "repair" else " (report)"
         name = flow_name(self.flow)
         where = name if self.message is None else f"{name} message {self.message}"
-        logger.info("llmfix%s: %s retry: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, where,
+        what = "rejected inside its 200 stream" if self.streamed else "retry"
+        logger.info("llmfix%s: %s %s: %s %s \"%s\" → learned %s for %s:%s (%s); %s", report, where, what,
                     event["status"], event["rejection"], event["error"], learned, host, port, self.dialect, result)
         r = self.flow.request
         self.fix.record([{"ts": round(time.time(), 3), "flow": self.flow.id, "method": r.method, "host": host,
                           "port": port, "path": r.path.split("?", 1)[0], "dialect": str(self.dialect), "mode": mode,
                           **({} if self.message is None else {"transport": "websocket", "message": self.message}),
-                          "event": "retry", **event, "result": result}])
+                          "event": "stream-rejection" if self.streamed else "retry", **event, "result": result}])
 
     @property
     def _decision(self) -> decide.Decision:

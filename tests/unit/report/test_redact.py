@@ -76,3 +76,12 @@ def test_a_long_data_url_with_a_key_shaped_mime_type_leaks_nothing() -> None:
         out = redact_text(head + payload, 200)
         assert "abcdefgh1234" not in out and "Q" * 64 not in out, out
         assert len(out) <= 200 + len("…(+99999 chars)")
+
+
+def test_google_keys_and_oauth_tokens_in_text_are_masked() -> None:
+    """Gemini's API key and Code Assist's OAuth access token, printed by a tool into a conversation llmfix logs."""
+    key = "AIza" + "Sy0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0u"
+    token = "ya29.a0AfB_" + "byC3dE4fG5hI6jK7lM8nO9pQ0rS1tU2vW3xY4z" * 3
+    out = redact_text(f"GEMINI_API_KEY={key}\n$ gcloud auth print-access-token\n{token}\ndone")
+    assert key[4:16] not in out and token[5:17] not in out and token[40:52] not in out
+    assert out.count("<secret ") == 2 and out.endswith("\ndone")
