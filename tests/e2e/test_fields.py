@@ -30,7 +30,6 @@ import httpx2
 import openai
 import pytest
 
-from llmfix.memory.redis_link import PROBE_S
 from llmfix.memory.redis_store import QUIRKS
 from llmfix.retry.learned import SYNC_S
 from tests.e2e.harness import Mitmdump, loopback_proxy, sdk_kwargs
@@ -265,8 +264,8 @@ def test_a_second_instance_sharing_redis_sends_once(tmp_path: Path) -> None:
                 assert statuses(up, before) == [case.status, 200], case.id
             assert until(shared(redis), 10.0)
             with loopback_proxy(up, tmp_path / "b", **options) as b:
-                b.wait_for_output("memory: shared through")  # its copy of the shared quirks is read right then,
-                time.sleep(SYNC_S + PROBE_S)  # again every probe, and its view takes that copy within a second
+                b.wait_for_output("learned quirk(s) read from")  # its copy of the fleet's quirks, first read
+                time.sleep(SYNC_S)  # ordering: the view takes that copy on the first request SYNC_S after its start
                 for case in CASES:
                     before = len(up.requests)
                     assert send(b, case)

@@ -283,6 +283,7 @@ class RedisQuirkStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._known: dict[bytes, Quirk] = {}
+        self._read_once = False
         link.every_probe(self.refresh)
 
     def learn(self, quirk: Quirk) -> None:
@@ -315,6 +316,9 @@ class RedisQuirkStore:
         known = {f: q for f, v in stored.items() if (q := _quirk(v)) is not None}
         with self._lock:
             self._known = known
+        if not self._read_once:  # once: what the fleet had learned when this instance joined it
+            self._read_once = True
+            logger.info("llmfix memory: %d learned quirk(s) read from %s", len(known), self.link.name)
         return True
 
     def forget(self, host: str | None = None) -> int:
