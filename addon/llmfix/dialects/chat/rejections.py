@@ -14,10 +14,20 @@
   enabled but reasoning_content is missing in assistant tool call message at index N``. They teach
   ``chat_reasoning_content``, so that a gateway in front of DeepSeek or Kimi gets restore-reasoning-content (and
   the one resend, when memory has the reasoning).
+- Gemini's OpenAI-compatible door (its errors a JSON array, ``[{"error": …}]``: coreply/coreply #18; every string of
+  the body is read alike, so the envelope does not matter here): a tool call of the current turn without the
+  thought signature its answer carried, the Gemini API's ``Function call is missing a thought_signature in
+  functionCall parts. … function call `default_api:shell` , position 2. …`` (manthanabc/paws #103,
+  lbjlaq/Antigravity-Manager #2157; through a relay to Vertex: ``… in the 3. content block is missing a
+  `thought_signature`.``), teaches ``chat_thought_signatures``, so that a gateway in front of Gemini gets
+  restore-tool-call-signatures; a signature it did not issue, ``Corrupted thought signature.`` (google-gemini/gemini-cli
+  #13467), ``Thought signature is not valid`` (Vertex, decolua/9router #301), ``Invalid thought signature.``, names
+  no call: every signature of the rejected request is taught as refused by that upstream (:mod:`.signature_facts`).
 """
 
 from __future__ import annotations
 
+from llmfix.dialects.chat import signature_facts
 from llmfix.retry.rules import (
     NO_MEDIA,
     NO_TOOL_MEDIA,
@@ -26,6 +36,8 @@ from llmfix.retry.rules import (
     Rule,
     rule,
 )
+
+SIGNATURES_BACK = ("chat_thought_signatures", True)  # restore-tool-call-signatures' flag
 
 RULES: tuple[Rule, ...] = (
     rule("chat-image-in-tool-message", (400,),
@@ -49,4 +61,8 @@ RULES: tuple[Rule, ...] = (
          r"Missing `?reasoning_content`? field in the assistant message at message index \d+", REASONING_BACK),
     rule("chat-reasoning-content-kimi", (400,),
          r"thinking is enabled but reasoning_content is missing in assistant tool call message", REASONING_BACK),
+    rule("chat-gemini-signature-missing", (400,), r"missing a `?thought_signature`?", SIGNATURES_BACK),
+    rule("chat-gemini-signature-refused", (400,),
+         r"Corrupted thought signature|Thought signature is not valid|Invalid thought signature",
+         facts=signature_facts.refused),
 )
