@@ -1,7 +1,8 @@
 """The thought-signature rejections of Gemini's OpenAI-compatible door, list-wrapped: the missing-signature text
 teaches ``chat_thought_signatures`` (a gateway in front of Gemini then gets the signatures back, one resend), a
 refused signature teaches that it is refused (resent without it, with Google's dummy; the next request repaired up
-front); and what retry/decide.py resends for each, judged by the strict door mock."""
+front), a tool schema the door's Schema refuses teaches ``tool_schema_openapi``; and what retry/decide.py resends for
+each, judged by the strict door mock."""
 
 from __future__ import annotations
 
@@ -115,3 +116,22 @@ async def test_a_refused_signature_is_resent_without_it_and_the_next_request_is_
 def test_the_rules_are_the_chat_dialect_s() -> None:
     names = [r.name for r in chat_rejections.RULES]
     assert {"chat-gemini-signature-missing", "chat-gemini-signature-refused"} <= set(names)
+
+
+async def test_a_gateway_in_front_of_the_door_learns_that_its_tool_schemas_are_held_to_the_schema() -> None:
+    from tests.upstreams.gemini_door import check
+
+    tool = {"type": "function", "function": {"name": "search", "description": "an MCP tool", "parameters": {
+        "$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "additionalProperties": False,
+        "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+    body = {"model": "gemini-3-flash-preview", "messages": USER[1:], "tools": [tool]}
+    rejection = check(body, Door().ledger)
+    assert rejection is not None
+    found = rejections.match("chat", 400, json.dumps(rejection.body("door")).encode())
+    assert found is not None and found.flags == (("tool_schema_openapi", True),)
+    raw = json.dumps(body).encode()
+    req = engine.Request(CHAT, "gemini.gateway.test", 443, raw)
+    d = await decide.decide(found, 400, req, raw, settings(SqliteReasoningStore(":memory:")))
+    assert d.useful == [("tool_schema_openapi", True)] and d.outcome is not None
+    resent = json.loads(d.outcome.body)
+    assert check(resent, Door().ledger) is None and resent["messages"] == body["messages"]

@@ -23,6 +23,9 @@
   restore-tool-call-signatures; a signature it did not issue, ``Corrupted thought signature.`` (google-gemini/gemini-cli
   #13467), ``Thought signature is not valid`` (Vertex, decolua/9router #301), ``Invalid thought signature.``, names
   no call: every signature of the rejected request is taught as refused by that upstream (:mod:`.signature_facts`).
+  Its ``Schema`` refusing a tool's ``parameters``, ``Invalid JSON payload received. Unknown name "$schema" at
+  'tools[0].function_declarations[3].parameters': Cannot find field.`` (QwenLM/qwen-code #1186), teaches
+  ``tool_schema_openapi``, so that a gateway in front of the door gets fit-tool-schemas.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from llmfix.retry.rules import (
 )
 
 SIGNATURES_BACK = ("chat_thought_signatures", True)  # restore-tool-call-signatures' flag
+SCHEMAS = ("tool_schema_openapi", True)  # fit-tool-schemas' flag
 
 RULES: tuple[Rule, ...] = (
     rule("chat-image-in-tool-message", (400,),
@@ -65,4 +69,7 @@ RULES: tuple[Rule, ...] = (
     rule("chat-gemini-signature-refused", (400,),
          r"Corrupted thought signature|Thought signature is not valid|Invalid thought signature",
          facts=signature_facts.refused),
+    rule("chat-gemini-schema", (400,),
+         r"Invalid JSON payload received\. Unknown name \"[^\"]+\" at "
+         r"'(?:request\.)?tools\[\d+\]\.function_declarations\[\d+\]\.parameters", SCHEMAS),
 )
