@@ -57,6 +57,12 @@ class Profile(BaseModel):
     model issued with it, whatever the model's name (Gemini 3: ``Function call is missing a thought_signature in
     functionCall parts.``; docs/evidence.md, "Gemini"). True: restore-thought-signatures gives it back from memory,
     else Google's documented dummy. Without it the repair still acts for a model named gemini-3 or later."""
+    chat_thought_signatures: bool = False
+    """Must the first tool call of each assistant message of a Chat request's current turn (after its last user
+    message) carry, as ``extra_content.google.thought_signature``, the thought signature Gemini issued with it
+    (Gemini's OpenAI-compatible door: the Gemini API's ``Function call is missing a thought_signature in
+    functionCall parts.``, list-wrapped). True: restore-tool-call-signatures gives each call of the current turn the
+    signature it came with, from memory, else Google's documented dummy on the first call of each message."""
     gemini_tool_result_media: bool = True
     """May a Gemini ``functionResponse`` carry media in its ``parts`` (Gemini 3; Gemini 2.5 answers ``Multimodal
     function responses are not supported for this model``)."""

@@ -103,7 +103,8 @@ BUILTIN: dict[str, Profile] = {
         # invalid argument." (google-gemini/gemini-cli #14838). GIF is taken (google/adk-python #5693 tested it;
         # UNCERTAIN in Google's list). Vertex holds one inline file to 7 MB for the Gemini 2.5 and 3 models.
         Profile(name="gemini", catalogue="google", tool_schema_openapi=True, **_GEMINI_IMAGES),
-        Profile(name="gemini-openai", catalogue="google", tool_schema_openapi=True, **_GEMINI_IMAGES),
+        Profile(name="gemini-openai", catalogue="google", tool_schema_openapi=True, chat_thought_signatures=True,
+                **_GEMINI_IMAGES),
         Profile(name="vertex", catalogue="google-vertex", tool_schema_openapi=True, image_max_bytes=7 * 1024 * 1024,
                 **_GEMINI_IMAGES),
         Profile(name="code-assist", catalogue="google", tool_schema_openapi=True, **_GEMINI_IMAGES),

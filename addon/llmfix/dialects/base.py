@@ -300,6 +300,47 @@ class Learn(Protocol):
     def reasoning_in_response(self, obj: dict[str, Any], asked: Any) -> list[Any]: ...
 
 
+class Signatures(Protocol):
+    """Where a dialect's requests carry the thought signature a model issued with a tool call, on the call itself
+    (Chat, at Gemini's OpenAI-compatible door: ``extra_content.google.thought_signature``), for the repair that gives
+    lost ones back (restore-tool-call-signatures). What its answers teach is its :class:`Learn`'s."""
+
+    FLAG: str
+    """The profile flag that says an upstream wants them back."""
+    NEEDLES: tuple[bytes, ...]
+    """Bytes a body holds when it has tool calls that may need one."""
+    KIND: str
+    """The :class:`~llmfix.memory.store.Reasoning` kind of a signature issued with a call."""
+    REFUSED: str
+    """The kind of the signatures an upstream refused (and of its marker)."""
+
+    def key(self, upstream: str, call: Any) -> str | None:
+        """The key a call's signature is remembered under (None: the call has no id or name)."""
+        ...
+    def refused_key(self, upstream: str, signature: str) -> str: ...
+    def marker(self, upstream: str) -> str:
+        """The key of ``upstream``'s marker in :attr:`REFUSED`, new with every refusal it taught."""
+        ...
+    def turn(self, items: list[Any], start: int) -> tuple[bool, list[int]]:
+        """Whether the current turn begins in ``items[start:]``, and the indexes of the messages with calls of
+        ``items[start:]`` that are in it."""
+        ...
+    def calls(self, item: Any) -> list[Any]:
+        """The tool calls of an item, in order ([] for an item that makes none)."""
+        ...
+    def with_calls(self, item: Any, calls: list[Any]) -> Any: ...
+    def signature(self, call: Any) -> str | None:
+        """The signature a call carries (None: none)."""
+        ...
+    def with_signature(self, call: Any, signature: str | None) -> Any:
+        """A copy of ``call`` carrying ``signature`` where its upstream reads it (None: carrying none); ``call``
+        itself when it cannot without overwriting something of the client's."""
+        ...
+    def location(self, index: int, position: int) -> str:
+        """Where call ``position`` of item ``index`` keeps its signature."""
+        ...
+
+
 class Answers(Protocol):
     """How a dialect's conversations and answers read in the conversation view."""
 
@@ -329,6 +370,8 @@ class Dialect:
     """Its known rejections (:class:`llmfix.retry.rules.Rule`)."""
     turns: Turns | None = None
     """Its turns, where results go in the next user turn (:attr:`Pairing.NEXT_TURN`)."""
+    signatures: Signatures | None = None
+    """Where its requests carry thought signatures on tool calls (None: nowhere a neutral repair gives them back)."""
 
     def __post_init__(self) -> None:
         if (self.turns is None) == (self.tools.PAIRING is Pairing.NEXT_TURN):

@@ -122,11 +122,11 @@ class Reasoning:
     upstream: str = ""
 
 
-SINGLE_VALUED = frozenset({"chat.reasoning_content", "gemini.thought_signature"})
+SINGLE_VALUED = frozenset({"chat.reasoning_content", "chat.thought_signature", "gemini.thought_signature"})
 """Kinds whose key must name one value: what is given back from them goes into a request as it is (the reasoning of
-a Chat turn), so a key noted again with another value or upstream — two sessions that made the same key — is
-ambiguous and never recalled again (until it expires), instead of handing one session's record to the other. Other
-kinds are replaced by a later record (a marker is meant to change)."""
+a Chat turn, a thought signature), so a key noted again with another value or upstream — two sessions that made the
+same key — is ambiguous and never recalled again (until it expires), instead of handing one session's record to the
+other. Other kinds are replaced by a later record (a marker is meant to change)."""
 
 
 def upstream_id(host: str, port: int | None, dialect: str) -> str:

@@ -60,6 +60,7 @@ from llmfix.repairs import (
     restore_reasoning_content,
     restore_text_media,
     restore_thought_signatures,
+    restore_tool_call_signatures,
     restore_tool_media,
     strip_refused_fields,
     untangle_tool_run,
@@ -80,6 +81,7 @@ PIPELINE: tuple[Repair, ...] = (
     pair_tool_calls.REPAIR,
     drop_empty_text.REPAIR,  # again: what pair-tool-calls moved out of an orphan result
     restore_reasoning_content.REPAIR,
+    restore_tool_call_signatures.REPAIR,
     restore_thought_signatures.REPAIR,
     drop_unverifiable_reasoning.REPAIR,
     pair_reasoning_items.REPAIR,

@@ -1,13 +1,15 @@
 """Learning tool calls in Chat Completions: ``tool_calls[]`` of assistant messages, JSON answers and SSE deltas.
 
 The reasoning a thinking-mode answer carries (``reasoning_content``) is learned beside them, by
-:mod:`.learn_chat_reasoning` (its records: see there)."""
+:mod:`.learn_reasoning`, and the thought signature Gemini's OpenAI-compatible door puts on a tool call by
+:mod:`.learn_signatures` (their records: see there)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from llmfix.dialects.chat import learn_signatures
 from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records
 from llmfix.memory.learn_base import Asked, Out, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
@@ -48,13 +50,18 @@ def calls_in_response(obj: dict[str, Any]) -> list[ToolCall]:
 
 
 def reasoning_in_response(obj: dict[str, Any], asked: Asked) -> list[Reasoning]:
-    """The reasoning of each choice of a JSON answer, keyed by its tool calls (or its text)."""
+    """The reasoning of each choice of a JSON answer, keyed by its tool calls (or its text), and the thought
+    signature of each of its tool calls."""
     out: list[Reasoning] = []
     for choice in dicts(obj.get("choices")):
         message = choice.get("message")
-        if not isinstance(message, dict) or not isinstance(reasoning := message.get("reasoning_content"), str):
+        if not isinstance(message, dict):
             continue
-        calls = [c for tc in dicts(message.get("tool_calls")) if (c := _chat_call(tc)) is not None]
+        entries = [(tc, _chat_call(tc)) for tc in dicts(message.get("tool_calls"))]
+        out += learn_signatures.in_message(message, entries, asked)
+        if not isinstance(reasoning := message.get("reasoning_content"), str):
+            continue
+        calls = [c for _, c in entries if c is not None]
         content = message.get("content")
         out += records(reasoning, calls, content if isinstance(content, str) else "", asked)
     return out
@@ -78,10 +85,11 @@ class Assembler:
         # (choice index, tool-call index) -> [id, name, argument fragments, kind]
         self._pending: dict[tuple[Any, Any], list[Any]] = {}
         self._reasoning = ReasoningAssembler(asked or Asked())
+        self._signatures = learn_signatures.SignatureAssembler(asked or Asked())
 
     def wants(self, event: bytes) -> bool:
         return (b"tool_calls" in event or (bool(self._pending) and b"finish_reason" in event)
-                or self._reasoning.wants(event))
+                or self._reasoning.wants(event) or self._signatures.wants(event))
 
     def on_event(self, data: Any, out: Out) -> None:
         for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
@@ -93,6 +101,7 @@ class Assembler:
             if choice.get("finish_reason"):
                 self._emit([k for k in self._pending if k[0] == ci], out)
         self._reasoning.on_event(data, out)  # after the calls: a choice's reasoning is keyed by the calls it made
+        self._signatures.on_event(data, out)  # and so are its signatures
 
     def _add(self, ci: Any, ti: Any, tc: dict[str, Any], out: Out) -> None:
         key = (ci, ti)
@@ -122,11 +131,14 @@ class Assembler:
                 call = ToolCall(call_id, name, "".join(pieces), "chat", kind)
                 out.append(call)
                 self._reasoning.called(key[0], call)
+                self._signatures.called(key[0], call)
 
     def finish(self, out: Out) -> None:
         self._emit(list(self._pending), out)
         self._reasoning.finish(out)
+        self._signatures.finish(out)
 
     def forget_partial(self) -> None:
         self._pending.clear()
         self._reasoning.forget_partial()
+        self._signatures.forget_partial()

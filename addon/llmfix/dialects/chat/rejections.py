@@ -14,10 +14,23 @@
   enabled but reasoning_content is missing in assistant tool call message at index N``. They teach
   ``chat_reasoning_content``, so that a gateway in front of DeepSeek or Kimi gets restore-reasoning-content (and
   the one resend, when memory has the reasoning).
+- Gemini's OpenAI-compatible door (its errors a JSON array, ``[{"error": …}]``: coreply/coreply #18; every string of
+  the body is read alike, so the envelope does not matter here): a tool call of the current turn without the
+  thought signature its answer carried, the Gemini API's ``Function call is missing a thought_signature in
+  functionCall parts. … function call `default_api:shell` , position 2. …`` (manthanabc/paws #103,
+  lbjlaq/Antigravity-Manager #2157; through a relay to Vertex: ``… in the 3. content block is missing a
+  `thought_signature`.``), teaches ``chat_thought_signatures``, so that a gateway in front of Gemini gets
+  restore-tool-call-signatures; a signature it did not issue, ``Corrupted thought signature.`` (google-gemini/gemini-cli
+  #13467), ``Thought signature is not valid`` (Vertex, decolua/9router #301), ``Invalid thought signature.``, names
+  no call: every signature of the rejected request is taught as refused by that upstream (:mod:`.signature_facts`).
+  Its ``Schema`` refusing a tool's ``parameters``, ``Invalid JSON payload received. Unknown name "$schema" at
+  'tools[0].function_declarations[3].parameters': Cannot find field.`` (QwenLM/qwen-code #1186), teaches
+  ``tool_schema_openapi``, so that a gateway in front of the door gets fit-tool-schemas.
 """
 
 from __future__ import annotations
 
+from llmfix.dialects.chat import signature_facts
 from llmfix.retry.rules import (
     NO_MEDIA,
     NO_TOOL_MEDIA,
@@ -26,6 +39,9 @@ from llmfix.retry.rules import (
     Rule,
     rule,
 )
+
+SIGNATURES_BACK = ("chat_thought_signatures", True)  # restore-tool-call-signatures' flag
+SCHEMAS = ("tool_schema_openapi", True)  # fit-tool-schemas' flag
 
 RULES: tuple[Rule, ...] = (
     rule("chat-image-in-tool-message", (400,),
@@ -49,4 +65,11 @@ RULES: tuple[Rule, ...] = (
          r"Missing `?reasoning_content`? field in the assistant message at message index \d+", REASONING_BACK),
     rule("chat-reasoning-content-kimi", (400,),
          r"thinking is enabled but reasoning_content is missing in assistant tool call message", REASONING_BACK),
+    rule("chat-gemini-signature-missing", (400,), r"missing a `?thought_signature`?", SIGNATURES_BACK),
+    rule("chat-gemini-signature-refused", (400,),
+         r"Corrupted thought signature|Thought signature is not valid|Invalid thought signature",
+         facts=signature_facts.refused),
+    rule("chat-gemini-schema", (400,),
+         r"Invalid JSON payload received\. Unknown name \"[^\"]+\" at "
+         r"'(?:request\.)?tools\[\d+\]\.function_declarations\[\d+\]\.parameters", SCHEMAS),
 )
