@@ -9,10 +9,12 @@ from pydantic import TypeAdapter
 
 from llmfix.dialects.gemini import wire as gw
 from llmfix.report.redact import redact_text
-from llmfix.report.render import TEXT, other, part, text
+from llmfix.report.render import TEXT, other, text
 from llmfix.report.sse_answers import dicts
+from llmfix.wire.base import Wire
 
 _CONTENTS: TypeAdapter[list[Any]] = TypeAdapter(list[gw.Content])
+_PART: TypeAdapter[Any] = TypeAdapter(gw.Part)
 
 
 def _part_lines(p: Any) -> list[str]:
@@ -26,7 +28,10 @@ def _part_lines(p: Any) -> list[str]:
     if isinstance(p, gw.ResponsePart):
         rid = f" {p.result_id()}" if p.result_id() else ""
         response = redact_text(str(gw.member(p.response(), "response")), TEXT)
-        return [f"functionResponse{rid} {p.name()}: {response}", *(f"    {part(x)}" for x in p.held() or ())]
+        held = p.held() if isinstance(p.held(), list) else []
+        nested = [x if isinstance(x, Wire) else _PART.validate_python(x) for x in held if isinstance(x, Wire | dict)]
+        return [f"functionResponse{rid} {p.name()}: {response}",
+                *(f"    {line}" for x in nested for line in _part_lines(x))]
     if isinstance(p, gw.MediaPart):
         return [f"{'inlineData' if gw.member(p, 'inlineData') is not None else 'fileData'} {p.media()}"]
     return [f"{next(iter(p.__pydantic_extra__ or {}), 'part')} …"]
