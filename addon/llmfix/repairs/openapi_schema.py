@@ -17,8 +17,10 @@ What Gemini refuses, and what becomes of it here (the texts: tests/upstreams/gem
 - OBJECT with empty ``properties``: the empty ``properties`` (and ``required``) dropped; ARRAY without ``items``:
   ``items`` of any string.
 
-Names, descriptions and properties are kept; every step is recorded, in words, for the change log. Pure,
-deterministic, and idempotent: a fitted schema has nothing left to fit.
+Gemini's own spellings are read as it reads them: a ``type`` in any case (``OBJECT``, what its SDKs write), a field
+in snake_case (``any_of``, ``property_ordering``), kept as sent. Names, descriptions and properties are kept; every
+step is recorded, in words, for the change log. Pure, deterministic, and idempotent: a fitted schema has nothing left
+to fit.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ ALLOWED = frozenset({
     "default", "minimum", "maximum", "pattern", "anyOf", "minItems", "maxItems", "minProperties", "maxProperties",
     "minLength", "maxLength", "propertyOrdering",
 })
+SNAKE = {"anyOf": "any_of", "minItems": "min_items", "maxItems": "max_items", "minProperties": "min_properties",
+         "maxProperties": "max_properties", "minLength": "min_length", "maxLength": "max_length",
+         "propertyOrdering": "property_ordering"}
+"""The proto3 JSON parser takes a field in either spelling (https://protobuf.dev/programming-guides/json/): these
+are kept as sent."""
+KNOWN = ALLOWED | frozenset(SNAKE.values())
 TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object"})
+"""Gemini's ``Type`` values, read case-insensitively (``OBJECT``, as Gemini's own SDKs write them, or ``object``)."""
 STRING_FORMATS = frozenset({"enum", "date-time"})
 MAX_DEPTH = 8
 """References are replaced this deep at most (a recursive schema is unrolled this far)."""
@@ -86,7 +95,7 @@ def _fit(value: Any, defs: dict[str, Any], notes: list[str], at: str, depth: int
             notes.append(f"{where}: $ref {ref} dropped (unknown, or nested past {MAX_DEPTH})")
     if isinstance(schema.get("allOf"), list):
         schema = _merge_all_of(schema, notes, where)
-    if "oneOf" in schema and "anyOf" not in schema:
+    if "oneOf" in schema and "anyOf" not in schema and "any_of" not in schema:
         schema["anyOf"] = schema.pop("oneOf")
         notes.append(f"{where}: oneOf → anyOf")
     if "const" in schema:
@@ -104,12 +113,12 @@ def _fit(value: Any, defs: dict[str, Any], notes: list[str], at: str, depth: int
             schema.setdefault(bound, schema[key])
     _fit_type(schema, notes, where)
     _fit_enum_and_format(schema, notes, where)
-    dropped = sorted(k for k in schema if k not in ALLOWED)
+    dropped = sorted(k for k in schema if k not in KNOWN)
     for key in dropped:
         del schema[key]
     if dropped:
         notes.append(f"{where}: {', '.join(dropped)} removed")
-    kind = schema.get("type")
+    kind = schema["type"].lower() if isinstance(schema.get("type"), str) else None
     if isinstance(schema.get("properties"), dict):
         schema["properties"] = {name: _fit(sub, defs, notes, f"{where}.properties.{name}", depth + 1)
                                 for name, sub in schema["properties"].items()}
@@ -127,9 +136,10 @@ def _fit(value: Any, defs: dict[str, Any], notes: list[str], at: str, depth: int
     elif kind == "array":
         schema["items"] = {"type": "string"}
         notes.append(f"{where}: items of an array given (any string)")
-    if isinstance(schema.get("anyOf"), list):
-        schema["anyOf"] = [_fit(sub, defs, notes, f"{where}.anyOf[{k}]", depth + 1)
-                           for k, sub in enumerate(schema["anyOf"])]
+    for key in ("anyOf", "any_of"):
+        if isinstance(schema.get(key), list):
+            schema[key] = [_fit(sub, defs, notes, f"{where}.{key}[{k}]", depth + 1)
+                           for k, sub in enumerate(schema[key])]
     return schema
 
 
