@@ -164,4 +164,7 @@ def _extend(state: _Marked | None, items: list[Any], start: int, ctx: Context) -
     return _Marked(marker)
 
 
-REPAIR = Repair(NAME, _apply, needles={"gemini": (b"unctionCall", b"unction_call")}, extend=_extend)
+REPAIR = Repair(NAME, _apply, needles={"gemini": (b"unctionCall", b"unction_call", b"houghtSignature",
+                                                 b"hought_signature")}, extend=_extend)
+"""Its needles: a call (a signature to give), or a signature (one to take away: Gemini signs text parts too, and a
+history of text turns only may hold a refused one)."""
