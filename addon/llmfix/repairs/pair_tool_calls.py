@@ -259,7 +259,10 @@ def _next_turn(pairs: tp.Pairs, ctx: Context) -> tuple[list[Any], list[Change]]:
         have = {u.call_id for u in results + incoming}
         missing = [c for c in g.calls if c.call_id not in have]
         order = {c.call_id: n for n, c in enumerate(g.calls)}
-        lead = _merge(results + incoming, lambda u: u.call_id, missing,
+        present = results + incoming
+        if incoming:  # results gathered from several messages go in call order
+            present.sort(key=lambda u: order.get(u.call_id, len(order)))
+        lead = _merge(present, lambda u: u.call_id, missing,
                       lambda c: _Unit((d.tools.missing_result(c, missing_text(c)),), c.call_id), order)
         content = [b for u in (*lead, *others) for b in u.blocks]
         first_other = next((n for n, (_, u) in enumerate(kept) if u.call_id is None), len(kept))

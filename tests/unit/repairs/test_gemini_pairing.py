@@ -42,6 +42,7 @@ CALLS = {"role": "model", "parts": [fc("read", path="a.md"), fc("list", path="."
 @pytest.mark.parametrize("split", [
     [[fr("read", "A")], [fr("list", "L"), fr("read", "B")]],
     [[fr("read", "A"), fr("list", "L")], [fr("read", "B")]],
+    [[fr("list", "L")], [fr("read", "A"), fr("read", "B")]],  # out of order: merged in call order
     [[fr("read", "A")], [fr("list", "L")], [fr("read", "B")]],
 ])
 def test_id_less_responses_split_over_several_user_contents_are_merged_in_call_order(split: list[list[Any]]) -> None:
@@ -59,7 +60,7 @@ def test_gemini_cli_s_responses_split_with_their_images_are_merged_with_them() -
     body = capture("turn2")
     parts = body["contents"][2]["parts"]  # response a, image a, response b, image b
     split = copy.deepcopy(body)
-    split["contents"][2:] = [{"role": "user", "parts": parts[:2]}, {"role": "user", "parts": parts[2:]}]
+    split["contents"][2:] = [{"role": "user", "parts": parts[2:]}, {"role": "user", "parts": parts[:2]}]
     for variant in (split, snake(split)):
         outcome = run(variant)
         assert outcome.repairs == [PAIR]
