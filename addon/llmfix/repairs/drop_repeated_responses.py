@@ -10,8 +10,8 @@ Repair: in a user content, a ``functionResponse`` part that repeats an earlier o
 same id, name and response — and carries the same parts after it (its image, compared by hash) as that one did goes,
 with those parts: they are a copy, so nothing is lost. Without ids two equal responses may answer two calls that did
 the same (one file read twice), so an id-less copy goes only while the content holds more responses than the call
-turn before it made calls. A response that differs in anything stays, for pair-tool-calls to keep as text naming its
-call. Nothing else changes.
+turn before it made calls, the last copies first. A response that differs in anything stays, for pair-tool-calls
+to keep as text naming its call. Nothing else changes.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _item(i: int, item: Any, ctx: Context, calls_before: int) -> tuple[Any, Chan
     parts = turns.blocks(item)
     excess = sum(1 for p in parts if turns.is_result(p)) - calls_before
     seen: set[bytes] = set()
-    gone: list[tuple[int, int]] = []  # (first part, how many)
+    copies: list[tuple[int, int, bool]] = []  # (first part, how many, whether it has an id)
     k = 0
     while k < len(parts):
         if not turns.is_result(parts[k]):
@@ -49,11 +49,16 @@ def _item(i: int, item: Any, ctx: Context, calls_before: int) -> tuple[Any, Chan
             continue
         n = 1 + turns.attached(parts, k)
         key = _sameness(parts[k], parts[k + 1 : k + n])
-        if key in seen and (parts[k].result_id() is not None or excess > 0):
-            gone.append((k, n))
-            excess -= 1
+        if key in seen:
+            copies.append((k, n, parts[k].result_id() is not None))
         seen.add(key)
         k += n
+    # an id-less copy goes only while there are more responses than calls, and from the end: the first responses
+    # keep their place, so the n-th response named N still answers the n-th call named N
+    spare = max(0, excess - sum(1 for c in copies if c[2]))
+    idless = [c for c in copies if not c[2]]
+    late = set(idless[len(idless) - spare:]) if spare else set()
+    gone = [(k, n) for k, n, has_id in copies if has_id or (k, n, has_id) in late]
     if not gone:
         return item, None
     drop = {j for k, n in gone for j in range(k, k + n)}

@@ -68,3 +68,37 @@ def test_gemini_cli_s_responses_split_with_their_images_are_merged_with_them() -
         taken(out)
         assert out["contents"][2] == (body if variant is split else snake(body))["contents"][2]
         assert len(out["contents"]) == 3
+
+
+DROP = "drop-repeated-responses"
+
+
+def test_every_response_sent_twice_after_a_resume_leaves_once_with_its_image() -> None:
+    body = capture("turn2")
+    resumed = copy.deepcopy(body)
+    resumed["contents"][2]["parts"] *= 2  # what Gemini CLI 0.61.0 sends after `gemini --resume latest`
+    for sent_body, expected in ((resumed, body), (snake(resumed), snake(body))):
+        outcome = run(sent_body)
+        assert outcome.repairs == [DROP]
+        out = sent(outcome, sent_body)
+        assert out == expected  # the first copies, each with its image, in order
+        taken(out)
+
+
+def test_id_less_copies_go_from_the_end() -> None:
+    """One file read twice (two equal calls, two equal responses) then another: a client sending the last response
+    twice loses that copy, not the second equal response that answers the second call."""
+    calls = {"role": "model", "parts": [fc("read", path="x"), fc("read", path="x"), fc("read", path="y")]}
+    body = {"contents": [USER, calls, {"role": "user", "parts": [fr("read", "X"), fr("read", "X"), fr("read", "Y"),
+                                                                 fr("read", "Y")]}]}
+    outcome = run(body, path=GENERATE)
+    assert outcome.repairs == [DROP]
+    out = sent(outcome, body)
+    taken(out)
+    assert outputs(out["contents"][2]) == ["X", "X", "Y"]
+
+
+def test_equal_id_less_responses_to_equal_calls_stay() -> None:
+    calls = {"role": "model", "parts": [fc("read", path="x"), fc("read", path="x")]}
+    body = {"contents": [USER, calls, {"role": "user", "parts": [fr("read", "X"), fr("read", "X")]}]}
+    assert run(body, path=GENERATE).status == "untouched"
