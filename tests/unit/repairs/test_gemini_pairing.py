@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.dialects.gemini_session import GENERATE, capture, run, sent, snake, taken
+from tests.unit.dialects.gemini_session import COUNT, GENERATE, capture, run, sent, snake, taken
 
 PAIR = "pair-tool-calls"
 USER = {"role": "user", "parts": [{"text": "read a.md, list ., read b.md"}]}
@@ -102,3 +102,50 @@ def test_equal_id_less_responses_to_equal_calls_stay() -> None:
     calls = {"role": "model", "parts": [fc("read", path="x"), fc("read", path="x")]}
     body = {"contents": [USER, calls, {"role": "user", "parts": [fr("read", "X"), fr("read", "X")]}]}
     assert run(body, path=GENERATE).status == "untouched"
+
+
+def test_a_missing_response_is_added_saying_no_result_was_recorded() -> None:
+    body = capture("turn2")
+    lost = copy.deepcopy(body)
+    del lost["contents"][2]["parts"][2:]  # the run was interrupted before b.png's result
+    outcome = run(lost)
+    assert outcome.repairs == [PAIR]
+    out = sent(outcome, lost)
+    taken(out)
+    parts = out["contents"][2]["parts"]
+    assert parts[:2] == body["contents"][2]["parts"][:2]
+    added = parts[2]["functionResponse"]
+    call = body["contents"][1]["parts"][1]["functionCall"]
+    assert added["id"] == call["id"] and added["name"] == call["name"]
+    assert "No result was recorded" in added["response"]["error"]
+
+
+def test_without_ids_the_added_response_names_the_tool_and_nothing_llmfix_made_up() -> None:
+    body = {"contents": [USER, CALLS, {"role": "user", "parts": [fr("read", "A"), fr("list", "L")]}]}
+    outcome = run(body, path=GENERATE)
+    assert outcome.repairs == [PAIR]
+    out = sent(outcome, body)
+    taken(out)
+    added = out["contents"][2]["parts"][2]["functionResponse"]
+    assert added["name"] == "read" and "id" not in added
+    text = added["response"]["error"]
+    assert "No result was recorded for tool call" in text and "(read)" in text
+    assert "@" not in text  # llmfix's own key for a call without an id never reaches the model
+
+
+def test_count_tokens_counts_a_partial_turn_as_it_is() -> None:
+    """Gemini CLI counts a content holding only function responses (its capture), and may count a call turn whose
+    responses are not there yet: countTokens takes both, so nothing is added; the turn's other repairs still act."""
+    body = capture("count_tokens")
+    assert run(body, path=COUNT).status == "untouched"
+    partial = {"contents": [USER, {"role": "model", "parts": [{"text": ""}, {"functionCall": {
+        "name": "read", "args": {"path": "a.md"}}}]}]}
+    outcome = run(partial, path=COUNT)
+    out = sent(outcome, partial)
+    assert PAIR not in outcome.repairs and len(out["contents"]) == 2
+    assert set(outcome.repairs) == {"order-gemini-turns", "restore-thought-signatures"}
+    assert out["contents"][1]["parts"] == [{"functionCall": {"name": "read", "args": {"path": "a.md"}},
+                                            "thoughtSignature": "skip_thought_signature_validator"}]
+    # the same body to generateContent gets the response Gemini needs
+    generated = sent(run(partial, path=GENERATE), partial)
+    assert len(generated["contents"]) == 3 and "No result was recorded" in str(generated["contents"][2])

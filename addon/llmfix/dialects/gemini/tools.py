@@ -127,6 +127,8 @@ def rename(items: list[Any], call_ids: Mapping[Key, str], answer_ids_: Mapping[K
 
 
 def missing_result(call: Call, text: str) -> Any:
+    if call.call_id.startswith(PLACE):  # a call without an id: the text names its tool, not llmfix's key
+        text = text.replace(f" {call.call_id}", "", 1)
     response: dict[str, Any] = {"name": call.name, "response": {"error": text}}
     if not call.call_id.startswith(PLACE):
         response = {"id": call.call_id, **response}
