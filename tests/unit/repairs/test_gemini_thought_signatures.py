@@ -210,3 +210,27 @@ async def test_a_refused_signature_on_a_text_part_of_the_current_turn_goes_and_t
     assert parts[0] == {"text": "Reading it."}
     assert signature(parts[1]) == DUMMY and parts[1]["functionCall"] == contents[1]["parts"][1]["functionCall"]
 
+
+
+def test_a_conversation_llmfix_settled_before_the_refusal_is_looked_at_again_after_it() -> None:
+    """The engine's prefix cache settled turn 1 while nothing was refused; once the upstream refused its text
+    part's signature, the next turn, extending it, loses that signature."""
+    book = ledger()
+    foreign = book.sign_text(signer="another-account")
+    contents = [{"role": "user", "parts": [{"text": "hi"}]},
+                {"role": "model", "parts": [{"text": "Hello!", "thoughtSignature": foreign}]},
+                {"role": "user", "parts": [{"text": "again"}]}]
+    memory = store()
+    shared = settings(memory)  # one prefix cache for both turns, as in the proxy
+    first = {"contents": contents}
+    assert engine.process(engine.request(GEMINI, HOST, 443, STREAM, raw(first), None, None), shared).status == \
+        "untouched"
+    found = rejections.match("gemini", 400, json.dumps({"error": {"code": 400, "message": CORRUPTED}}).encode())
+    assert found is not None and found.rule.facts is not None
+    memory.note(found.rule.facts(found, first, f"{HOST}:443/gemini"))
+    later = {"contents": [*contents, {"role": "model", "parts": [{"text": "Hi again."}]},
+                          {"role": "user", "parts": [{"text": "bye"}]}]}
+    outcome = engine.process(engine.request(GEMINI, HOST, 443, STREAM, raw(later), None, None), shared)
+    out = sent(outcome, later)
+    assert out["contents"][1]["parts"] == [{"text": "Hello!"}]
+    assert book.check(out["contents"], backend="gemini", model=MODEL) is None
