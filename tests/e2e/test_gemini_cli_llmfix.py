@@ -164,7 +164,8 @@ def test_an_answer_streamed_over_seconds_reaches_the_cli_event_by_event(upstream
     assert [(r.path, r.status) for r in upstream.requests[requests:]] == [(STREAM, 200)]
     last = answer.sending_at[-1]  # when the mock began to send its last event
     assert before < answer.sending_at[0] and len(answer.sending_at) >= 6
+    margin = f"first delta read {read - last:+.2f} s after the last event began to be sent"
     if through == "llmfix":
-        assert read < last  # the first event (so the headers too) reached the CLI before the last one was sent
+        assert read < last, margin  # the first event (so the headers too) reached the CLI before the last was sent
     else:
-        assert read > last  # the control: mitmdump held the answer until it ended
+        assert read > last, margin  # the control: mitmdump held the answer until it ended
