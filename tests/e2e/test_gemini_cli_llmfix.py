@@ -9,7 +9,7 @@ controls are tests/e2e/test_gemini_cli.py; the helpers tests/e2e/gemini_cli.py).
   (restore-thought-signatures has nothing to do: that call turn is no longer the current turn, and a signature a
   request carries is kept). The change log names drop-repeated-responses alone, with the model, and no image bytes.
   A second resume is answered the same way.
-- An answer streamed over ~5 s reaches the CLI event by event: its first delta is read before the mock even began
+- An answer streamed over ~3 s reaches the CLI event by event: its first delta is read before the mock even began
   to send the last event (the headers came before it), while through a bare proxy the first delta comes only after
   the last event was sent (mitmdump held the answer).
 
@@ -146,7 +146,7 @@ def first_delta(run: Run, started: float) -> tuple[float, list[str]]:
 def test_an_answer_streamed_over_seconds_reaches_the_cli_event_by_event(upstream, proxy, tmp_path,
                                                                          through: str) -> None:
     text = "one two three four five six"
-    answer = slow_text(text, events=6, seconds=5.0)
+    answer = slow_text(text, events=6, seconds=3.0)  # 0.6 s apart: the order, not a speed, is checked
     upstream.gemini.queue(answer)
     session = GeminiSession(tmp_path / "home")
     requests = len(upstream.requests)
