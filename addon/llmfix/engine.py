@@ -74,7 +74,7 @@ class Outcome:
     body: bytes | None = None  # the repaired body, decoded
     wire: bytes | None = None  # the repaired body encoded as the request's Content-Encoding says
     profile: str | None = None
-    model: str | None = None
+    model: str | None = None  # the body's model, else the one its path names (Gemini)
     before: tuple[str, ...] = ()  # rendered conversation lines, for the diff view
     after: tuple[str, ...] = ()
     lines: tuple[str, ...] = ()  # Change.line() of each change, rendered here: off the event loop for large bodies
@@ -212,7 +212,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         if any(v.observed is not None and v.observed.media for v in verdicts.values()):
             cache.reweigh(kept)  # its records hold media whole
     if not changes:
-        return Outcome("untouched", profile=resolved.profile.name, model=conv.model)
+        return Outcome("untouched", profile=resolved.profile.name, model=model)
     out = serialize(conv.with_items(items), conv, size=len(data))
     return Outcome(
         "repaired",
@@ -220,7 +220,7 @@ def _process(req: Request, settings: Settings) -> Outcome:
         body=out,
         wire=codec.encode(out, req.content_encoding),
         profile=resolved.profile.name,
-        model=conv.model,
+        model=model,
         before=tuple(render.lines(req.dialect, conv.items)),
         after=tuple(render.lines(req.dialect, items)),
         lines=tuple(c.line() for c in changes),

@@ -1,5 +1,6 @@
 """The real Gemini CLI 0.61.0 through a real, BARE mitmdump (no llmfix) against the strict Gemini mock: what the
-client does unhelped (tests/e2e/gemini_cli.py; the lead's tests load llmfix with the same helpers).
+client does unhelped (tests/e2e/gemini_cli.py; tests/e2e/test_gemini_cli_llmfix.py loads llmfix with the same
+helpers).
 
 - A two-call image turn: both ``read_file`` calls answered, every request accepted (200) and byte for byte what
   the CLI sent; the turn-2 history holds the signed first call, the unsigned sibling, both responses and images.

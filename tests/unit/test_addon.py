@@ -12,6 +12,7 @@ from mitmproxy import contentviews, exceptions, http
 from mitmproxy.test import taddons, tutils
 
 from llmfix.proxy import LLMFix
+from llmfix.report import views
 from tests.conftest import fixture_bytes, make_flow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +76,25 @@ async def test_repairs_the_body_marks_comments_and_logs(addon, tmp_path, caplog)
     assert records[0]["host"] == "api.x.ai" and records[0]["model"] == "grok-4.3" and records[0]["flow"] == f.id
     everything = log.read_text() + "\n".join(lines) + f.comment
     assert "sk-live" not in everything and "iVBOR" not in everything
+
+
+async def test_a_gemini_repair_is_logged_with_the_model_its_path_names(addon, tmp_path) -> None:
+    # the Gemini API names the model in the path, not the body: the record and the flow's note say which it was
+    a, tctx = addon
+    log = tmp_path / "changes.jsonl"
+    tctx.configure(a, llmfix_log=str(log))
+    call = {"functionCall": {"id": "c1", "name": "read_file", "args": {"file_path": "a.md"}},
+            "thoughtSignature": "skip_thought_signature_validator"}
+    answer = {"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "hi"}}}
+    body = {"contents": [{"role": "user", "parts": [{"text": "Read a.md."}]}, {"role": "model", "parts": [call]},
+                         {"role": "user", "parts": [answer, answer]}]}  # Gemini CLI resumed: the response twice
+    f = make_flow(body, host="generativelanguage.googleapis.com",
+                  path="/v1beta/models/gemini-3.1-pro-preview:streamGenerateContent?alt=sse")
+    await a.request(f)
+    assert json.loads(f.request.content)["contents"][2]["parts"] == [answer]
+    [record] = [json.loads(x) for x in log.read_text().splitlines()]
+    assert record["repair"] == "drop-repeated-responses" and record["model"] == "gemini-3.1-pro-preview"
+    assert f.metadata[views.META]["model"] == "gemini-3.1-pro-preview"
 
 
 async def test_report_mode_leaves_the_body_byte_identical_but_logs_and_annotates(addon, tmp_path, caplog) -> None:

@@ -55,6 +55,8 @@ class GeminiAnswer:
     finish_reason: str = "STOP"
     signer: str | None = None  # sign as another backend would (None: the answering backend)
     issued: list[dict[str, Any]] = field(default_factory=list, compare=False)  # the parts it sent, once sent
+    # when each event of a streamed answer was about to be written (time.monotonic(), the test's clock)
+    sending_at: list[float] = field(default_factory=list, compare=False)
 
     def with_error(self, error: GeminiError, after: int = 1) -> GeminiAnswer:
         """This answer cut after ``after`` events by ``error`` inside the 200 stream."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -190,7 +191,7 @@ def _answer_native(handler: MockHandler, state: GeminiState, route_: Route, data
     if array:
         _send_json(handler, 200, items if error is None else [*items, error])
         return
-    _send_sse(handler, gemini_canned.sse_text(items, error), answer.delay)
+    _send_sse(handler, gemini_canned.sse_text(items, error), answer)
 
 
 def _answer_door(handler: MockHandler, state: GeminiState, data: dict[str, Any]) -> None:
@@ -202,7 +203,7 @@ def _answer_door(handler: MockHandler, state: GeminiState, data: dict[str, Any])
     error = None
     if answer.error is not None:
         items, error = items[:answer.error_after], answer.error.body("gemini")
-    _send_sse(handler, gemini_door.sse_text(items, error), answer.delay)
+    _send_sse(handler, gemini_door.sse_text(items, error), answer)
 
 
 def _send_json(handler: MockHandler, status: int, body: Any) -> None:
@@ -215,10 +216,13 @@ def _send_json(handler: MockHandler, status: int, body: Any) -> None:
     handler.wfile.flush()
 
 
-def _send_sse(handler: MockHandler, text: str, delay: float) -> None:
+def _send_sse(handler: MockHandler, text: str, answer: GeminiAnswer) -> None:
+    """Stream ``text`` event by event, ``answer.delay`` apart, noting in ``answer.sending_at`` when each was
+    about to be written."""
     handler.send_response(200)
     handler.send_header("Content-Type", "text/event-stream")
     handler.send_header("Transfer-Encoding", "chunked")
     handler.end_headers()
     handler.wfile.flush()
-    write_events(handler.wfile, CannedSSE(text, min(delay, MAX_CHUNK_DELAY)), handler.mock.stopping)
+    write_events(handler.wfile, CannedSSE(text, min(answer.delay, MAX_CHUNK_DELAY)), handler.mock.stopping,
+                 lambda: answer.sending_at.append(time.monotonic()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
@@ -32,11 +33,15 @@ def split_events(text: str) -> list[bytes]:
     return [m.group(0).encode() for m in _EVENT.finditer(text) if m.group(0)]
 
 
-def write_events(wfile: BinaryIO, sse: CannedSSE, stop: threading.Event) -> None:
-    """Write each event as its own write (and HTTP chunk when chunked); give up early once ``stop`` is set."""
+def write_events(wfile: BinaryIO, sse: CannedSSE, stop: threading.Event,
+                 sending: Callable[[], None] | None = None) -> None:
+    """Write each event as its own write (and HTTP chunk when chunked); give up early once ``stop`` is set.
+    ``sending`` is called right before each event is written."""
     for index, event in enumerate(split_events(sse.text)):
         if index and sse.chunk_delay and stop.wait(sse.chunk_delay):
             return
+        if sending is not None:
+            sending()
         if sse.framing == "chunked":
             wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
         else:

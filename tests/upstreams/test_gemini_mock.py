@@ -179,6 +179,9 @@ def test_a_slow_stream_sends_headers_and_the_first_event_at_once(up: MockUpstrea
                 seen.append((time.monotonic() - start, line))
     assert headers_at < 0.5 and seen[0][0] < 0.5
     assert len(seen) == 4 and seen[-1][0] >= 2.2  # spread over the seconds asked for
+    sending = [at - start for at in up.gemini.sent[-1].sending_at]  # when the mock began to send each event
+    assert len(sending) == 4 and sending[-1] - sending[0] >= 2.2
+    assert all(w <= s for w, (s, _) in zip(sending, seen, strict=True))  # each was read after it was sent
 
 
 def test_unknown_paths_bad_json_and_the_payload_limit(up: MockUpstream) -> None:

@@ -4,7 +4,8 @@ Bug — Gemini CLI 0.61.0 resumed (``gemini --resume latest``) after a turn that
 response of that turn twice, each with its image (4 responses for 2 calls), and Gemini answers ``Please ensure that
 the number of function response parts is equal to the number of function call parts of the function call turn.`` on
 that turn and every later one, whatever the user types (the same text: google-gemini/gemini-cli #6379, #16543,
-#21830, "can't recover from"). Seen with the real client in tests/e2e/test_gemini_cli.py.
+#21830, "can't recover from"). Seen with the real client in tests/e2e/test_gemini_cli.py; repaired with it in
+tests/e2e/test_gemini_cli_llmfix.py (the resumed turn answered, one response per call reaching Gemini).
 
 Repair: in a user content, a ``functionResponse`` part that repeats an earlier one of the same content exactly — the
 same id, name and response — and carries the same parts after it (its image, compared by hash) as that one did goes,
