@@ -269,7 +269,7 @@ class BreakdownProbe:
             fields = f.read().rsplit(")", 1)[1].split()
         return {"buckets": buckets, "threads": threads, "regions": regions,
                 "region_ns": self.region_ns, "stat_ticks": int(fields[11]) + int(fields[12]),
-                "clk_tck": os.sysconf("SC_CLK_TCK"), "wrapped": self.wrapped, "gc_frozen": gc.get_freeze_count()}
+                "clk_tck": os.sysconf("SC_CLK_TCK"), "wrapped": self.wrapped}
 
 
 addons = [BreakdownProbe()]
