@@ -162,6 +162,7 @@ def measure(w: Load, px: dict[str, run.Proxy], log: Callable[[str], None]) -> di
     acc = Account()
     lat: dict[str, list[float]] = {lb: [] for lb in LABELS}
     changed = {lb: 0 for lb in LABELS}
+    unchecked = {lb: 0 for lb in LABELS}
     measured = 0
     begin = mark()
     t0 = time.perf_counter()
@@ -180,7 +181,10 @@ def measure(w: Load, px: dict[str, run.Proxy], log: Callable[[str], None]) -> di
             if status != 200:
                 raise RuntimeError(f"{w.key} via {lb}: HTTP {status}")
             lat[lb].append(dt)
-            if int(headers.get("x-bench-received", "-1")) != len(req.body):
+            received = headers.get("x-bench-received")  # an SSE answer carries no count: unchecked
+            if received is None:
+                unchecked[lb] += 1
+            elif int(received) != len(req.body):
                 changed[lb] += 1
     acc.add(begin, mark())
     wall = time.perf_counter() - t0
@@ -200,7 +204,7 @@ def measure(w: Load, px: dict[str, run.Proxy], log: Callable[[str], None]) -> di
             "plain_ns": acc.plain_ns, "outside_ns": acc.outside_ns, "segments": acc.segments,
             "snapshot_ns": snap_ns, "wrapped": first["wrapped"],
             "latency_p50_ms": {lb: statistics.median(lat[lb]) * 1e3 for lb in LABELS},
-            "not_byte_identical": changed}
+            "not_byte_identical": changed, "unchecked": unchecked}
 
 
 def table(res: dict[str, Any]) -> str:
@@ -273,8 +277,10 @@ def table(res: dict[str, Any]) -> str:
             "| cross-check: utime+stime per request (10 ms ticks) | "
             + " | ".join(f"{res['stat_ticks'][lb] / res['clk_tck'] * 1e3 / n:.2f} ms" for lb in PROBED) + " | |",
             "| median latency | " + " | ".join(f"{res['latency_p50_ms'][lb]:.2f} ms" for lb in LABELS) + " |",
-            "| requests not forwarded byte-identical | "
-            + " | ".join(str(res["not_byte_identical"][lb]) for lb in LABELS) + " |"]
+            "| requests not forwarded byte-identical (unchecked: SSE answers carry no count) | "
+            + " | ".join(f"{res['not_byte_identical'][lb]}" + (f" ({res['unchecked'][lb]} unchecked)"
+                                                                if res["unchecked"][lb] else "") for lb in LABELS)
+            + " |"]
     if any(res["lost_threads"].values()):
         out.append(f"\nThreads that ended during the run (their CPU since the last snapshot is missing): "
                    f"{res['lost_threads']}")
@@ -288,9 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", type=int, default=None, help="measured requests per proxy (default: the cell's own)")
     ap.add_argument("--quick", action="store_true", help="smoke run: the cell's quick request count")
     ap.add_argument("--out", type=Path, default=run.RESULTS, help="where to write the markdown and JSON")
+    ap.add_argument("--sse", type=int, default=0, metavar="EVENTS",
+                    help="the upstream answers a Responses-style SSE stream of this many events (no gap) instead of "
+                         "small JSON: llmfix's stream callable and learner get work (bare buffers the stream)")
     ap.add_argument("--addon", type=Path, default=ROOT / "addon", metavar="DIR", help="the addon directory to measure")
     args = ap.parse_args(argv)
     w = load(args.cell, args.quick, args.n)
+    if args.sse:
+        w.url += f"?sse={args.sse}&gap_ms=0"
+        w.title += f", answered by a {args.sse}-event SSE stream"
 
     def log(msg: str) -> None:
         print(f"[breakdown {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
