@@ -1017,6 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(args.addon.resolve()))  # the in-process cells import this llmfix
     only = frozenset(filter(None, args.only.split(",")))
     fixed_only = only == {FIXEDCOST_GROUP}  # print the group's own table alone
+    fixed_asked = FIXEDCOST_GROUP in only
     if FIXEDCOST_GROUP in only:
         only = (only - {FIXEDCOST_GROUP}) | set(fixedcost.CELLS)
     for group, members in GROUPS.items():
@@ -1174,7 +1175,7 @@ def main(argv: list[str] | None = None) -> int:
     fixed_rows = fixedcost.rows(b)
     if fixed_only:  # the group's own table and targets stand alone (the sweep's rows carry the sweep's targets)
         md = [*md[:5], "", fixedcost.HEADER, "", fixedcost.table(b)]
-    elif not only and fixed_rows:
+    elif (fixed_asked or not only) and fixed_rows:
         md += ["", fixedcost.HEADER, "", fixedcost.table(b)]
     if b.notes:
         md += ["", "Notes:", *(f"- {n}" for n in b.notes)]
