@@ -4,13 +4,13 @@
     uv run python bench/breakdown.py hist_messages_1m -n 120      # more requests than the cell's own
     uv run python bench/breakdown.py team_chat_64 --quick         # smoke run (few requests: noisy)
 
-Three mitmdumps set up as bench/run.py sets them up (regular mode on loopback, ``bench/redirect.py``, the lean
+Four mitmdumps set up as bench/run.py sets them up (regular mode on loopback, ``bench/redirect.py``, the lean
 upstream), alternating request by request in rotating order: **bare** and **llmfix**, both also loading
 ``bench/breakdown_probe.py``, which times llmfix's hooks, its engine calls, the garbage collector and every
-thread's CPU from inside the process (see its docstring), and **llmfix (no probe)**, whose CPU against the probed
-llmfix's is what the probe itself costs. The probe's snapshots (``GET /llmfix-bench-probe``) are taken before and
-after the measured requests, and around the requests set apart (an appending session's first sight, as in
-run.py), so only measured requests count.
+thread's CPU from inside the process (see its docstring), and **llmfix (no probe)** and **bare (no probe)**, whose
+CPU against the probed ones' is what the probe itself costs each. The probe's snapshots (``GET
+/llmfix-bench-probe``) are taken before and after the measured requests, and around the requests set apart (an
+appending session's first sight, as in run.py), so only measured requests count.
 
 Prints one table: per request, ms of thread CPU for each part, bare and llmfix and the difference, grouped by
 thread (event loop, asyncio workers, llmfix's image workers, others), each group's *unattributed* rest (on the
@@ -51,7 +51,9 @@ from client import Conn, Req  # noqa: E402
 PROBE = BENCH / "breakdown_probe.py"
 PROBED = ("bare", "llmfix")
 PLAIN = "llmfix, no probe"
-LABELS = (*PROBED, PLAIN)
+PLAIN_BARE = "bare, no probe"
+UNPROBED = (PLAIN, PLAIN_BARE)
+LABELS = (*PROBED, *UNPROBED)
 KINDS = ("event loop", "asyncio worker", "image worker", "other")
 MS = 1e6  # ns per ms
 
@@ -89,6 +91,7 @@ def start(tmp: Path, upstream_port: int, fix: Path) -> dict[str, run.Proxy]:
                    {**common, "llmfix_memory": str(tmp / "llmfix" / "llmfix-memory.sqlite3")}),
         PLAIN: ([fix, run.REDIRECT_SCRIPT],
                 {**common, "llmfix_memory": str(tmp / "llmfix_no_probe" / "llmfix-memory.sqlite3")}),
+        PLAIN_BARE: ([run.REDIRECT_SCRIPT], common),
     }
 
     def one(label: str) -> run.Proxy:
@@ -111,7 +114,7 @@ def snapshot(conn: Conn) -> dict[str, Any]:
 
 
 class Account:
-    """The probed proxies' counters summed over the measured segments, and the plain proxy's CPU."""
+    """The probed proxies' counters summed over the measured segments, and the unprobed proxies' CPU."""
 
     def __init__(self) -> None:
         self.buckets: dict[str, dict[str, list[int]]] = {lb: defaultdict(lambda: [0, 0]) for lb in PROBED}
@@ -119,7 +122,7 @@ class Account:
         self.regions = {lb: 0 for lb in PROBED}
         self.ticks = {lb: 0 for lb in PROBED}
         self.lost_threads = {lb: 0 for lb in PROBED}
-        self.plain_ns = 0
+        self.plain_ns = {lb: 0 for lb in UNPROBED}
         self.outside_ns = {lb: 0 for lb in PROBED}
         self.segments = 0
 
@@ -137,7 +140,8 @@ class Account:
             self.lost_threads[lb] += len(set(b["threads"]) - set(a["threads"]))
             self.regions[lb] += a["regions"] - b["regions"]
             self.ticks[lb] += a["stat_ticks"] - b["stat_ticks"]
-        self.plain_ns += int((after[PLAIN] - before[PLAIN]) * 1e9)
+        for lb in UNPROBED:
+            self.plain_ns[lb] += int((after[lb] - before[lb]) * 1e9)
         for lb in PROBED:  # the same from outside, after the snapshot's answer (a cross-check of the inside read)
             self.outside_ns[lb] += int((after["outside"][lb] - before["outside"][lb]) * 1e9)
 
@@ -155,7 +159,8 @@ def measure(w: Load, px: dict[str, run.Proxy], log: Callable[[str], None]) -> di
 
     def mark() -> dict[str, Any]:
         got: dict[str, Any] = {lb: snapshot(probes[lb]) for lb in PROBED}
-        got[PLAIN] = px[PLAIN].cpu()[0]
+        for lb in UNPROBED:
+            got[lb] = px[lb].cpu()[0]
         got["outside"] = {lb: px[lb].cpu()[0] for lb in PROBED}
         return got
 
@@ -269,27 +274,33 @@ def table(res: dict[str, Any]) -> str:
             f"| **in short: the rest** (mitmproxy's own work for the llmfix flow, thread hand-offs, the probe, "
             f"noise) | | | {rest_d:+.3f} ms | |"]
     est = {lb: res["regions"][lb] * res["region_ns"][lb] / n / MS for lb in PROBED}
-    plain = res["plain_ns"] / n / MS
-    out += ["", "| probe and checks | bare | llmfix | llmfix, no probe |", "|---|---|---|---|",
-            f"| proxy CPU per request (probed: the snapshots' own cost taken out) | {all_b:.3f} ms | {all_f:.3f} ms "
-            f"| {plain:.3f} ms |",
-            "| the same read from outside (/proc/<pid>/task/*/schedstat after each snapshot), snapshots in | "
-            + " | ".join(f"{res['outside_ns'][lb] / n / MS:.3f} ms" for lb in PROBED) + f" | {plain:.3f} ms |",
-            f"| one probe snapshot (its GET through the proxy; {res['segments']} taken out) | "
-            + " | ".join(f"{res['snapshot_ns'][lb] / MS:.3f} ms" for lb in PROBED) + " | |",
-            f"| probe overhead, estimated (timed regions/req × {res['region_ns']['llmfix']} ns) "
-            f"| {est['bare']:.3f} ms ({res['regions']['bare'] / n:.1f}/req) "
-            f"| {est['llmfix']:.3f} ms ({res['regions']['llmfix'] / n:.1f}/req) | — |",
-            f"| probe overhead, measured (llmfix probed − no probe; as noisy as the run) | | "
-            f"{all_f - plain:+.3f} ms | |",
-            "| cross-check: utime+stime per request (10 ms ticks) | "
-            + " | ".join(f"{res['stat_ticks'][lb] / res['clk_tck'] * 1e3 / n:.2f} ms" for lb in PROBED) + " | |",
-            "| median latency | " + " | ".join(f"{res['latency_p50_ms'][lb]:.2f} ms" for lb in LABELS) + " |",
-            "| requests not forwarded byte-identical"
-            + (" (SSE answers carry no count: unchecked)" if any(res["unchecked"].values()) else "") + " | "
-            + " | ".join(f"{res['not_byte_identical'][lb]}" + (f" ({res['unchecked'][lb]} unchecked)"
-                                                                if res["unchecked"][lb] else "") for lb in LABELS)
-            + " |"]
+    plain = {lb: res["plain_ns"][lb] / n / MS for lb in UNPROBED}
+    over = {"bare": all_b - plain[PLAIN_BARE], "llmfix": all_f - plain[PLAIN]}
+
+    def cols(*vals: str) -> str:
+        return "| " + " | ".join(vals) + " |"
+
+    out += ["", cols("probe and checks", "bare", "llmfix", "llmfix, no probe", "bare, no probe"),
+            "|---|---|---|---|---|",
+            cols("proxy CPU per request (probed: the snapshots' own cost taken out)", f"{all_b:.3f} ms",
+                 f"{all_f:.3f} ms", f"{plain[PLAIN]:.3f} ms", f"{plain[PLAIN_BARE]:.3f} ms"),
+            cols("the same read from outside (schedstat after each snapshot; snapshots in)",
+                 *(f"{res['outside_ns'][lb] / n / MS:.3f} ms" for lb in PROBED), "", ""),
+            cols(f"one probe snapshot (its GET through the proxy; {res['segments']} taken out)",
+                 *(f"{res['snapshot_ns'][lb] / MS:.3f} ms" for lb in PROBED), "", ""),
+            cols(f"probe overhead, estimated: timed regions/req × {res['region_ns']['llmfix']} ns",
+                 *(f"{est[lb]:.3f} ms ({res['regions'][lb] / n:.1f}/req)" for lb in PROBED), "", ""),
+            cols("probe overhead, measured: probed − no probe (as noisy as the run)",
+                 *(f"{over[lb]:+.3f} ms" for lb in PROBED), "", ""),
+            cols("llmfix − bare, without the probe (compare the table's total)", "",
+                 f"{plain[PLAIN] - plain[PLAIN_BARE]:+.3f} ms", "", ""),
+            cols("cross-check: utime+stime per request (10 ms ticks)",
+                 *(f"{res['stat_ticks'][lb] / res['clk_tck'] * 1e3 / n:.2f} ms" for lb in PROBED), "", ""),
+            cols("median latency", *(f"{res['latency_p50_ms'][lb]:.2f} ms" for lb in LABELS)),
+            cols("requests not forwarded byte-identical"
+                 + (" (SSE answers carry no count: unchecked)" if any(res["unchecked"].values()) else ""),
+                 *(f"{res['not_byte_identical'][lb]}" + (f" ({res['unchecked'][lb]} unchecked)"
+                                                        if res["unchecked"][lb] else "") for lb in LABELS))]
     if any(res["lost_threads"].values()):
         out.append(f"\nThreads that ended during the run (their CPU since the last snapshot is missing): "
                    f"{res['lost_threads']}")
@@ -332,14 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     res["machine"] = info
     mb = res["bytes"] / bodies.MB
     md = [f"## llmfix breakdown — {w.title} ({args.cell}), {time.strftime('%Y-%m-%d %H:%M', time.localtime(started))}",
-          "", f"{res['n']} measured requests of {mb:.2f} MB per proxy, bare / llmfix / llmfix without probe "
-          f"alternating; {info['cpu']}, {info['cores']} cores, load before "
+          "", f"{res['n']} measured requests of {mb:.2f} MB per proxy, bare / llmfix / llmfix and bare "
+          f"without probe alternating; {info['cpu']}, {info['cores']} cores, load before "
           f"{', '.join(f'{x:.2f}' for x in info['load_before'])}; llmfix git {info['git']}; run took "
           f"{time.time() - started:.0f} s.", "",
           "Thread CPU time per request. Each named part counts its own time only (what nested parts and garbage "
           "collections inside it took is theirs); *unattributed* = the threads' CPU (schedstat) minus every part "
           "measured in them. The probe's own cost lands in the parts (a few µs per call) and in *unattributed*; "
-          "its estimate and the measured difference to an llmfix without probe are below.", "", table(res)]
+          "its estimate and the measured difference to the same proxies without probe are below (the part of it "
+          "common to both — mitmproxy dispatching every event to one more script — cancels in llmfix − bare).", "",
+          table(res)]
     if errors:
         md += ["", f"Tracebacks in the mitmdump output of: {', '.join(errors)} (see the JSON)"]
         res["outputs"] = {lb: px[lb].output()[-8000:] for lb in errors}
