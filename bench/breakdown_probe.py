@@ -19,7 +19,8 @@ kept per thread and named with the thread's kind (``event loop``: the main threa
 thread's total CPU (``/proc/self/task/<tid>/schedstat``) with its kind, the process's utime + stime, how many
 timed regions were entered and what one costs (calibrated at start), so the bench can take differences.
 Nothing of llmfix's package is changed on disk; a bare mitmdump has no llmfix addon, so only its collections
-and threads are measured.
+and threads are measured. ``--set breakdown_probe=gc`` (collections and threads only) or ``off`` (threads only)
+leave the wrappers out, to measure what they cost.
 """
 
 from __future__ import annotations
