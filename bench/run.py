@@ -64,6 +64,7 @@ for p in (str(ROOT / "addon"), str(ROOT), str(BENCH)):
         sys.path.insert(0, p)
 
 import bodies  # noqa: E402
+import fixedcost  # noqa: E402
 import orjson  # noqa: E402
 import team  # noqa: E402
 import workloads  # noqa: E402
@@ -90,6 +91,8 @@ TEAM = tuple(workloads.TEAM)
 TEAM_GROUPS = {"team": TEAM, "team_many": tuple(k for k in TEAM if k.startswith("team_")),
                "team_edit": tuple(k for k in TEAM if k.startswith("edit_")),
                "team_first": tuple(k for k in TEAM if k.startswith("first_"))}
+# the fixed cost on requests that need no repair, with each kind's targets beside it (bench/fixedcost.py)
+FIXEDCOST_GROUP = "fixedcost"
 
 
 # ------------------------------------------------------------------------------------------- modes
@@ -1002,7 +1005,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="run only these cells (comma-separated): " + ", ".join((*CELLS, *IN_PROCESS)) +
                          ";\nthe history sweep: " + ", ".join(SWEEP) + "\n(groups: sweep = all of them and "
                          "hist_engine, sweep_quick = five of them);\na team's proxy: " + ", ".join(TEAM) +
-                         "\n(groups: team = all of them and team_engine; team_many, team_edit, team_first)")
+                         "\n(groups: team = all of them and team_engine; team_many, team_edit, team_first);\n"
+                         "fixedcost = " + ", ".join(fixedcost.CELLS) + "\n(appending, many sessions, regenerated "
+                         "last turn, first sight; its own table and targets)")
     ap.add_argument("--addon", type=Path, default=ROOT / "addon", metavar="DIR",
                     help="the addon directory to measure (default: addon/); point it at a scratch copy\n"
                          "with a proposed change to measure it against bare mitmdump the same way")
@@ -1011,6 +1016,10 @@ def main(argv: list[str] | None = None) -> int:
     FIX_SCRIPT = args.addon.resolve() / "fix.py"
     sys.path.insert(0, str(args.addon.resolve()))  # the in-process cells import this llmfix
     only = frozenset(filter(None, args.only.split(",")))
+    fixed_only = only == {FIXEDCOST_GROUP}  # print the group's own table alone
+    fixed_asked = FIXEDCOST_GROUP in only
+    if FIXEDCOST_GROUP in only:
+        only = (only - {FIXEDCOST_GROUP}) | set(fixedcost.CELLS)
     for group, members in GROUPS.items():
         if group in only:
             only = (only - {group}) | set(members) | {"hist_engine"}
@@ -1163,9 +1172,17 @@ def main(argv: list[str] | None = None) -> int:
                "", sweep_md]
     if team_md := team.table(b):
         md += ["", team.HEADER, "", team_md]
+    fixed_rows = fixedcost.rows(b)
+    if fixed_only:  # the group's own table and targets stand alone (the sweep's rows carry the sweep's targets)
+        md = [*md[:5], "", fixedcost.HEADER, "", fixedcost.table(b)]
+    elif (fixed_asked or not only) and fixed_rows:
+        md += ["", fixedcost.HEADER, "", fixedcost.table(b)]
     if b.notes:
         md += ["", "Notes:", *(f"- {n}" for n in b.notes)]
     missed = [r.cell for r in b.rows if r.met is False]
+    if fixed_only:
+        missed = [f"{r['key']} {what}" for r in fixed_rows for what, ok in (("CPU", r["cpu_met"]),
+                                                                            ("latency", r["latency_met"])) if not ok]
     md += ["", f"Targets missed: {len(missed)}" + (": " + "; ".join(missed) if missed else "")]
     text = "\n".join(md)
     print(text)
@@ -1175,7 +1192,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"{stem}.json").write_text(json.dumps({
         "mode": "quick" if args.quick else "full", "started": started, "duration_s": duration, "machine": info,
         "plan": asdict(plan), "rows": [{**asdict(r), "ratio": r.ratio, "met": r.met} for r in b.rows],
-        "notes": b.notes, "sweep": b.sweep, "team": b.team, "raw": b.raw}, indent=1, default=str))
+        "notes": b.notes, "sweep": b.sweep, "team": b.team, "fixedcost": fixed_rows, "raw": b.raw}, indent=1,
+        default=str))
     print(f"\n[bench] wrote {args.out / stem}.json and .md", file=sys.stderr)
     return 0
 

@@ -14,6 +14,9 @@ tools) and each session's own history (its call ids and tool outputs), built fro
 
 from __future__ import annotations
 
+import base64
+import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -143,6 +146,46 @@ def edited(dialect: str, size: int = bodies.MB, n: int = 60) -> Workload:
                     _host(dialect), request, 5, n)
 
 
+def regenerated_turn(k: int) -> list[dict]:
+    """A Codex answer's last turn as Codex replays it (item shapes of ``tests/fixtures/codex/turn2_request.json``,
+    the reasoning item as ``tests/upstreams/reasoned.py`` gives it): a reasoning item (``rs_…`` id, a summary,
+    ``encrypted_content``), the ``function_call`` it produced directly after it (``fc_…`` id, ``call_…`` call id)
+    and that call's ``function_call_output`` (its own ``fco_…`` id). Every id, the summary and the encrypted
+    content are new for each ``k`` (the model answered again); the command and its output are the same (the
+    same call ran again). Paired and in order: a body that ends so needs no repair."""
+    rng = random.Random(k)
+    rs = "rs_" + rng.randbytes(24).hex()
+    fc = "fc_" + rng.randbytes(24).hex()
+    call = "call_" + rng.randbytes(12).hex()
+    h = rng.randbytes(16).hex()
+    fco = f"fco_{h[:8]}-{h[8:12]}-7{h[13:16]}-{h[16:20]}-{h[20:]}"  # a UUIDv7, as Codex names its outputs
+    sealed = "gAAAAAB" + base64.urlsafe_b64encode(rng.randbytes(1800)).decode()  # ~2.4 KB, as gpt-5 seals one
+    return [
+        {"type": "reasoning", "id": rs, "summary": [{"type": "summary_text", "text": f"**Finding the handler "
+                                                     f"({k})**\n\nI'll search the sources for the request handler."}],
+         "encrypted_content": sealed},
+        {"type": "function_call", "status": "completed", "id": fc, "name": "shell",
+         "arguments": json.dumps({"command": ["rg", "-n", "fn handler", "src"], "workdir": "/home/dev/project"}),
+         "call_id": call},
+        {"type": "function_call_output", "id": fco, "call_id": call, "output": bodies._tool_output(7)},
+    ]
+
+
+def regenerated(size: int = bodies.MB, n: int = 60) -> Workload:
+    """One Codex session of ``size`` bytes whose last turn is regenerated on every request: request i is the
+    history (byte-identical every time) + :func:`regenerated_turn` ``(i)`` — a reasoning item, its
+    ``function_call`` and the call's output, all with new ids and a new encrypted content. Unlike
+    ``edit_responses_1m`` (a call and its output, no reasoning item, no output id, other output text each
+    time), it carries what a reasoning model's regenerated answer carries."""
+    hist = Histories("responses", size, first=700_000)
+
+    def request(i: int) -> bytes:
+        return hist(0).body(regenerated_turn(i if i >= 0 else 1_000_000 - i))
+
+    return Workload("regen_responses_1m", "Codex Responses 1 MB, last turn (reasoning, call, output) regenerated "
+                    "on every request", "responses", _host("responses"), request, 5, n)
+
+
 def first_sight(dialect: str, size: int = bodies.MB, n: int = 40) -> Workload:
     """Sessions llmfix has never seen: every request the first of its own session (as after a restart, or on
     another instance of a fleet)."""
@@ -170,6 +213,7 @@ TEAM: dict[str, Callable[[], Workload]] = {
     "edit_responses_1m": lambda: edited("responses"),
     "edit_chat_1m": lambda: edited("chat"),
     "edit_messages_1m": lambda: edited("messages"),
+    "regen_responses_1m": lambda: regenerated(),
     "first_responses_1m": lambda: first_sight("responses"),
     "first_chat_1m": lambda: first_sight("chat"),
     "first_messages_1m": lambda: first_sight("messages"),
