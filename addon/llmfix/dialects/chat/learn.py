@@ -11,7 +11,7 @@ from typing import Any
 
 from llmfix.dialects.chat import learn_signatures
 from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records
-from llmfix.memory.learn_base import Asked, Out, dicts, json_text
+from llmfix.memory.learn_base import Asked, Out, assistant_calls, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
 
 __all__ = ["ANSWER_NEEDLES", "ARRAYS", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
@@ -68,14 +68,7 @@ def reasoning_in_response(obj: dict[str, Any], asked: Asked) -> list[Reasoning]:
 
 
 def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list[ToolCall]:
-    calls = [
-        _chat_call(tc)
-        for msg in dicts(body.get("messages"))
-        if msg.get("role") == "assistant"
-        for tc in dicts(msg.get("tool_calls"))
-        if not known(tc.get("id"))
-    ]
-    return [c for c in calls if c is not None]
+    return assistant_calls(body, "tool_calls", _chat_call, known)
 
 
 class Assembler:
