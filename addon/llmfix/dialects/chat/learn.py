@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmfix.dialects.chat import learn_signatures
-from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records
+from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records, streamed_choices
 from llmfix.memory.learn_base import Asked, Out, assistant_calls, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
 
@@ -85,13 +85,11 @@ class Assembler:
                 or self._reasoning.wants(event) or self._signatures.wants(event))
 
     def on_event(self, data: Any, out: Out) -> None:
-        for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
-            ci = choice.get("index", 0)
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
+        for ci, delta, ended in streamed_choices(data):
+            if delta is not None:
                 for pos, tc in enumerate(dicts(delta.get("tool_calls"))):
                     self._add(ci, tc.get("index", pos), tc, out)
-            if choice.get("finish_reason"):
+            if ended:
                 self._emit([k for k in self._pending if k[0] == ci], out)
         self._reasoning.on_event(data, out)  # after the calls: a choice's reasoning is keyed by the calls it made
         self._signatures.on_event(data, out)  # and so are its signatures
