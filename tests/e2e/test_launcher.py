@@ -133,6 +133,13 @@ def read_report(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def post_capture(proxy: str, ca: str) -> httpx.Response:
+    """pi-ai's xAI capture posted to xAI through the proxy at ``proxy``, trusting the CA certificate file ``ca``."""
+    trust = ssl.create_default_context(cafile=ca)
+    with httpx.Client(proxy=proxy, verify=trust, trust_env=False, timeout=30) as http:
+        return http.post(URL, content=capture_path(CAPTURE).read_bytes(), headers={"content-type": "application/json"})
+
+
 class Output:
     """Collects a process's stream on a daemon thread."""
 
@@ -306,10 +313,7 @@ def test_without_a_client_it_serves_and_prints_the_lines_to_paste(
         ca = re.search(r"SSL_CERT_FILE=(\S+)", text).group(1)  # type: ignore[union-attr]
         assert ca == str(confdir / "mitmproxy-ca-cert.pem")
         assert f"HTTP_PROXY={proxy}" in text and "NODE_USE_ENV_PROXY=1" in text
-        trust = ssl.create_default_context(cafile=ca)
-        with httpx.Client(proxy=proxy, verify=trust, trust_env=False, timeout=30) as http:
-            answer = http.post(URL, content=capture_path(CAPTURE).read_bytes(),
-                               headers={"content-type": "application/json"})
+        answer = post_capture(proxy, ca)
         assert answer.status_code == 200, answer.text
         wait_for(lambda: "hoist-tool-media" in out.text(), "mitmdump's change line on the terminal", proc)
         proc.send_signal(signal.SIGINT)

@@ -8,27 +8,23 @@ from __future__ import annotations
 
 import re
 import signal
-import ssl
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.e2e.scrape import health, scrape
 from tests.e2e.test_launcher import (
-    CAPTURE,
     LLMFIX,
-    URL,
     Output,
     client,
     is_open,
     options,
+    post_capture,
     read_report,
     run_launcher,
     wait_for,
 )
-from tests.upstreams.captures import capture_path
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = pytest.mark.timeout(180)
@@ -46,10 +42,7 @@ def test_served_in_the_foreground_scraped_while_it_runs_and_gone_after(
         said = wait_for(lambda: SAID.search(err.text()), "the metrics line", proc)
         url, port = said.group(1), int(said.group(2))
         proxy = re.search(r"export HTTPS_PROXY=(\S+)", err.text()).group(1)  # type: ignore[union-attr]
-        trust = ssl.create_default_context(cafile=str(confdir / "mitmproxy-ca-cert.pem"))
-        with httpx.Client(proxy=proxy, verify=trust, trust_env=False, timeout=30) as http:
-            answer = http.post(URL, content=capture_path(CAPTURE).read_bytes(),
-                               headers={"content-type": "application/json"})
+        answer = post_capture(proxy, str(confdir / "mitmproxy-ca-cert.pem"))
         assert answer.status_code == 200, answer.text
         m = scrape(url)
         assert m.value("llmfix_requests_total", profile="xai", outcome="repaired") == 1
