@@ -63,6 +63,18 @@ def _isolated_home(tmp_path_factory, monkeypatch):
 
 
 @contextlib.contextmanager
+def alone_in_context(addon: Any) -> Iterator[tuple[Any, Any]]:
+    """``addon`` alone in a mitmproxy test context, ``(addon, tctx)``; its ``done()`` when the context ends."""
+    from mitmproxy.test import taddons
+
+    with taddons.context(addon) as tctx:
+        try:
+            yield addon, tctx
+        finally:
+            addon.done()
+
+
+@contextlib.contextmanager
 def llmfix_with(*kinds: Callable[[Any], Any]) -> Iterator[tuple[Any, ...]]:
     """An LLMFix with a throw-away memory and the addons ``kinds(fix)`` next to it, in a mitmproxy test context:
     ``(fix, *those addons, tctx)``."""

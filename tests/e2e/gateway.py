@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import ssl
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
+
+from tests.e2e.loopback_http import LoopbackHTTP
 
 TEXT_TYPES = ("input_text", "output_text", "text")
 
@@ -69,7 +70,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     return {"model": body["model"], "messages": messages, "stream": False}
 
 
-class Gateway:
+class Gateway(LoopbackHTTP):
     def __init__(self, *, mode: str, proxy_url: str, verify: ssl.SSLContext, upstream: str) -> None:
         self.mode = mode
         self.upstream = upstream
@@ -96,20 +97,8 @@ class Gateway:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> Gateway:
-        self.thread.start()
-        return self
+        super().__init__(Handler)
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__exit__(*exc)
         self.client.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import openai
 import pytest
 
 from tests.e2e.harness import LOOPBACK_SCRIPT, REPO_ROOT, Mitmdump
+from tests.e2e.loopback_http import LoopbackHTTP
 from tests.upstreams.captures import capture_bytes, capture_json
 from tests.upstreams.mock import MockUpstream
 
@@ -126,7 +127,7 @@ def test_valid_droid_turns_pass_byte_identical(upstream: MockUpstream, tmp_path_
             assert seen.body == raw
 
 
-class GatedSSE:
+class GatedSSE(LoopbackHTTP):
     """An SSE upstream that sends its first event, then waits until the client says it has it."""
 
     def __init__(self) -> None:
@@ -156,24 +157,16 @@ class GatedSSE:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> GatedSSE:
-        self.thread.start()
-        return self
+        super().__init__(Handler)
 
     def __exit__(self, *exc: Any) -> None:
         self.client_got_first.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+        super().__exit__(*exc)
 
 
 def test_streamed_chunks_reach_the_client_before_the_stream_ends(tmp_path: Path) -> None:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    with GatedSSE() as gated, proxy(f"127.0.0.1:{gated.server.server_address[1]}", tmp_path / "conf", ":memory:") as p:
+    with GatedSSE() as gated, proxy(gated.address, tmp_path / "conf", ":memory:") as p:
         client = httpx.Client(proxy=p.url, verify=p.ssl_context(), trust_env=False, timeout=30)
         with client, client.stream("POST", URL, json=body) as response:
             assert response.status_code == 200

@@ -63,6 +63,20 @@ def run_launcher(args: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[
                           text=True, timeout=120)
 
 
+@contextlib.contextmanager
+def launched(args: Sequence[str], cwd: Path, stdout: int = subprocess.DEVNULL,
+             stderr: int = subprocess.PIPE) -> Iterator[subprocess.Popen[str]]:
+    """The launcher running with ``args`` (its output as text), killed on the way out if it still runs."""
+    proc = subprocess.Popen([str(LLMFIX), *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                            text=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
 def processes_mentioning(marker: str) -> list[int]:
     """PIDs of live processes whose command line contains ``marker`` (a path unique to one test)."""
     found = []
@@ -131,6 +145,13 @@ def read_report(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def post_capture(proxy: str, ca: str) -> httpx.Response:
+    """pi-ai's xAI capture posted to xAI through the proxy at ``proxy``, trusting the CA certificate file ``ca``."""
+    trust = ssl.create_default_context(cafile=ca)
+    with httpx.Client(proxy=proxy, verify=trust, trust_env=False, timeout=30) as http:
+        return http.post(URL, content=capture_path(CAPTURE).read_bytes(), headers={"content-type": "application/json"})
 
 
 class Output:
@@ -228,20 +249,13 @@ def test_reverse_mode_serves_a_client_that_ignores_proxy_variables(
 def test_sigint_to_the_launcher_stops_the_client_and_llmfix(
         upstream: MockUpstream, confdir: Path, tmp_path: Path) -> None:
     report, log = tmp_path / "report.json", tmp_path / "changes.jsonl"
-    proc = subprocess.Popen([str(LLMFIX), *options(upstream, confdir, log), "--", *client(report, 0, "--wait")],
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    err = Output(proc.stderr)
-    try:
+    with launched([*options(upstream, confdir, log), "--", *client(report, 0, "--wait")], tmp_path) as proc:
+        err = Output(proc.stderr)
         seen = wait_for(lambda: read_report(report), "the client's report", proc)
         assert seen["status"] == 200 and seen["waiting"]
         assert processes_mentioning(str(log)), "llmfix should be running while the client waits"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 128 + signal.SIGINT, err.join()  # the client died of the SIGINT passed on
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
     with pytest.raises(ProcessLookupError):
         os.kill(seen["pid"], 0)
     assert not is_open(port_of(seen["env"]["HTTPS_PROXY"]))
@@ -253,23 +267,19 @@ def test_llmfix_goes_away_even_if_the_launcher_is_killed(
         upstream: MockUpstream, confdir: Path, tmp_path: Path) -> None:
     """SIGKILL leaves the launcher no chance to stop llmfix: the kernel tells llmfix instead (Linux)."""
     report, log = tmp_path / "report.json", tmp_path / "changes.jsonl"
-    proc = subprocess.Popen([str(LLMFIX), *options(upstream, confdir, log), "--", *client(report, 0, "--wait")],
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
     seen: dict[str, Any] | None = None
     try:
-        seen = wait_for(lambda: read_report(report), "the client's report", proc)
-        assert processes_mentioning(str(log))
-        proc.kill()
-        proc.wait(10)
-        wait_for(lambda: not processes_mentioning(str(log)), "llmfix's exit after the launcher was killed")
-        # an exiting process leaves /proc's cmdline (its memory is released) a moment before its sockets close
-        port = port_of(seen["env"]["HTTPS_PROXY"])
-        wait_for(lambda: not is_open(port), "llmfix's port closing after the launcher was killed")
-    finally:
-        if proc.poll() is None:
+        with launched([*options(upstream, confdir, log), "--", *client(report, 0, "--wait")], tmp_path,
+                      stderr=subprocess.DEVNULL) as proc:
+            seen = wait_for(lambda: read_report(report), "the client's report", proc)
+            assert processes_mentioning(str(log))
             proc.kill()
             proc.wait(10)
+            wait_for(lambda: not processes_mentioning(str(log)), "llmfix's exit after the launcher was killed")
+            # an exiting process leaves /proc's cmdline (its memory is released) a moment before its sockets close
+            port = port_of(seen["env"]["HTTPS_PROXY"])
+            wait_for(lambda: not is_open(port), "llmfix's port closing after the launcher was killed")
+    finally:
         if seen is not None:  # the client, left behind by the SIGKILL as any child would be
             with contextlib.suppress(ProcessLookupError):
                 os.kill(seen["pid"], signal.SIGKILL)
@@ -295,28 +305,19 @@ def test_a_missing_client_is_reported_like_a_shell_does(tmp_path: Path) -> None:
 def test_without_a_client_it_serves_and_prints_the_lines_to_paste(
         upstream: MockUpstream, confdir: Path, tmp_path: Path) -> None:
     log = tmp_path / "changes.jsonl"
-    proc = subprocess.Popen([str(LLMFIX), "--listen-host", "127.0.0.1", "-p", "0", *options(upstream, confdir, log)],
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    out, err = Output(proc.stdout), Output(proc.stderr)
-    try:
+    with launched(["--listen-host", "127.0.0.1", "-p", "0", *options(upstream, confdir, log)], tmp_path,
+                  stdout=subprocess.PIPE) as proc:
+        out, err = Output(proc.stdout), Output(proc.stderr)
         wait_for(lambda: "llmfix: ready" in err.text() and "export SSL_CERT_FILE" in err.text(), "ready", proc)
         text = err.text()
         proxy = re.search(r"export HTTPS_PROXY=(\S+)", text).group(1)  # type: ignore[union-attr]
         ca = re.search(r"SSL_CERT_FILE=(\S+)", text).group(1)  # type: ignore[union-attr]
         assert ca == str(confdir / "mitmproxy-ca-cert.pem")
         assert f"HTTP_PROXY={proxy}" in text and "NODE_USE_ENV_PROXY=1" in text
-        trust = ssl.create_default_context(cafile=ca)
-        with httpx.Client(proxy=proxy, verify=trust, trust_env=False, timeout=30) as http:
-            answer = http.post(URL, content=capture_path(CAPTURE).read_bytes(),
-                               headers={"content-type": "application/json"})
+        answer = post_capture(proxy, ca)
         assert answer.status_code == 200, answer.text
         wait_for(lambda: "hoist-tool-media" in out.text(), "mitmdump's change line on the terminal", proc)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0, err.join()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
     assert "1 repaired (hoist-tool-media ×1)" in err.join()
     assert not is_open(port_of(proxy))

@@ -8,27 +8,22 @@ from __future__ import annotations
 
 import re
 import signal
-import ssl
-import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.e2e.scrape import health, scrape
 from tests.e2e.test_launcher import (
-    CAPTURE,
-    LLMFIX,
-    URL,
     Output,
     client,
     is_open,
+    launched,
     options,
+    post_capture,
     read_report,
     run_launcher,
     wait_for,
 )
-from tests.upstreams.captures import capture_path
 from tests.upstreams.mock import MockUpstream
 
 pytestmark = pytest.mark.timeout(180)
@@ -37,19 +32,13 @@ SAID = re.compile(r"llmfix: metrics on (http://127\.0\.0\.1:(\d+))/metrics, heal
 
 def test_served_in_the_foreground_scraped_while_it_runs_and_gone_after(
         upstream: MockUpstream, confdir: Path, tmp_path: Path) -> None:
-    proc = subprocess.Popen([str(LLMFIX), "--metrics", "127.0.0.1:0", "--listen-host", "127.0.0.1", "-p", "0",
-                             *options(upstream, confdir, tmp_path / "changes.jsonl")],
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    err = Output(proc.stderr)
-    try:
+    with launched(["--metrics", "127.0.0.1:0", "--listen-host", "127.0.0.1", "-p", "0",
+                   *options(upstream, confdir, tmp_path / "changes.jsonl")], tmp_path) as proc:
+        err = Output(proc.stderr)
         said = wait_for(lambda: SAID.search(err.text()), "the metrics line", proc)
         url, port = said.group(1), int(said.group(2))
         proxy = re.search(r"export HTTPS_PROXY=(\S+)", err.text()).group(1)  # type: ignore[union-attr]
-        trust = ssl.create_default_context(cafile=str(confdir / "mitmproxy-ca-cert.pem"))
-        with httpx.Client(proxy=proxy, verify=trust, trust_env=False, timeout=30) as http:
-            answer = http.post(URL, content=capture_path(CAPTURE).read_bytes(),
-                               headers={"content-type": "application/json"})
+        answer = post_capture(proxy, str(confdir / "mitmproxy-ca-cert.pem"))
         assert answer.status_code == 200, answer.text
         m = scrape(url)
         assert m.value("llmfix_requests_total", profile="xai", outcome="repaired") == 1
@@ -57,10 +46,6 @@ def test_served_in_the_foreground_scraped_while_it_runs_and_gone_after(
         assert health(url)[0] == 200
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0, err.join()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
     assert not is_open(port)
 
 

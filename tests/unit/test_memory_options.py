@@ -7,22 +7,20 @@ from pathlib import Path
 
 import pytest
 from mitmproxy import exceptions
-from mitmproxy.test import taddons
 
 from llmfix.memory.media_window import MediaWindow
 from llmfix.memory.redis_media import RedisMediaStore
 from llmfix.memory.redis_store import RedisCallStore
 from llmfix.memory.sqlite import SqliteStore
 from llmfix.proxy import LLMFix
+from tests.conftest import alone_in_context
 from tests.redis_server import RedisServer, needs_redis
 
 
 @pytest.fixture
 def addon():
-    a = LLMFix()
-    with taddons.context(a) as tctx:
-        yield a, tctx
-    a.done()
+    with alone_in_context(LLMFix()) as pair:
+        yield pair
 
 
 @needs_redis

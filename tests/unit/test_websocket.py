@@ -67,6 +67,11 @@ def broken() -> dict[str, Any]:
     return cx.create([cx.developer(), cx.prompt(), cx.call() | {"call_id": "call_unit_1"}, GO_ON])
 
 
+def answered(call_id: str) -> dict[str, Any]:
+    """A whole history in which the captured ``view_image`` call, as ``call_id``, is answered with its image."""
+    return cx.create([cx.prompt(), cx.call() | {"call_id": call_id}, cx.output() | {"call_id": call_id}])
+
+
 def test_only_responses_upgrades_are_watched(addons) -> None:
     _, ws, _ = addons
     for path, watched in (("/v1/responses", True), ("/openai/v1/responses/", True), ("/v1/realtime", False),
@@ -189,8 +194,7 @@ async def test_a_message_stays_in_the_media_window_until_its_answer_ends(addons)
     fix, ws, _ = addons
     f = socket_flow()
     ws.websocket_start(f)
-    call = cx.call() | {"call_id": "call_unit_3"}
-    await client(ws, f, cx.create([cx.prompt(), call, cx.output() | {"call_id": "call_unit_3"}]))
+    await client(ws, f, answered("call_unit_3"))
     key = f"{f.id}/0"
     assert fix.window.knows("call_unit_3")
     events = stream_events("resp_2", "gpt-5.5", [])
@@ -204,8 +208,7 @@ async def test_the_socket_end_ends_the_learner_and_whats_in_flight(addons) -> No
     fix, ws, _ = addons
     f = socket_flow()
     ws.websocket_start(f)
-    call = cx.call() | {"call_id": "call_unit_4"}
-    await client(ws, f, cx.create([cx.prompt(), call, cx.output() | {"call_id": "call_unit_4"}]))
+    await client(ws, f, answered("call_unit_4"))
     added = stream_events("resp_3", "gpt-5.5", [function_call("view_image", "{}", "call_unit_5")])[:3]
     await server(ws, f, added)  # the call was announced, the socket ends before its done event
     ws.websocket_end(f)
@@ -258,8 +261,7 @@ async def test_answers_are_paired_with_their_requests_by_response_id_not_by_orde
     fix, ws, _ = addons
     f = socket_flow()
     ws.websocket_start(f)
-    call = cx.call() | {"call_id": "call_unit_9"}
-    await client(ws, f, cx.create([cx.prompt(), call, cx.output() | {"call_id": "call_unit_9"}]))
+    await client(ws, f, answered("call_unit_9"))
     await client(ws, f, cx.create([cx.prompt()]), injected=True)  # another addon's request on the socket
     ours, theirs = stream_events("resp_ours", "gpt-5.5", []), stream_events("resp_theirs", "gpt-5.5", [])
     await server(ws, f, ours[:1] + theirs[:1])  # both created: ours first, as sent

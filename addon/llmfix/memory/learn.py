@@ -49,18 +49,25 @@ ERROR_HEAD = 256
 """An error event names its ``"error"`` key within this many bytes (Google's bodies, pretty-printed, do in 4)."""
 
 
-def is_error_event(data: bytes) -> bool:
-    """Is this event's JSON an error object, ``{"error": {…}}`` or Google's array of one (``[{"error": {…}}]``)?
-    A cheap look at the head first: only a candidate is parsed."""
-    if data[:ERROR_HEAD].lstrip()[:1] not in (b"{", b"[") or b'"error"' not in data[:ERROR_HEAD]:
-        return False
+def error_of(data: bytes) -> dict[str, Any] | None:
+    """The error object of an event's JSON, ``{"error": {…}}`` or Google's array of one (``[{"error": {…}}]``);
+    None when it holds none (or is no JSON)."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return False
+        return None
     if isinstance(value, list) and value:
         value = value[0]
-    return isinstance(value, dict) and isinstance(value.get("error"), dict)
+    error = value.get("error") if isinstance(value, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+def is_error_event(data: bytes) -> bool:
+    """Is this event's JSON an error object (:func:`error_of`)? A cheap look at the head first: only a candidate is
+    parsed."""
+    if data[:ERROR_HEAD].lstrip()[:1] not in (b"{", b"[") or b'"error"' not in data[:ERROR_HEAD]:
+        return False
+    return error_of(data) is not None
 
 
 def _dialect(dialect: Dialect | str) -> Dialect:

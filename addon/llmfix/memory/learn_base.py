@@ -1,5 +1,5 @@
 """What the per-dialect learners share: the assembler protocol, what a learner knows of the request it answers,
-and two small JSON helpers."""
+two small JSON helpers, and the reading of the calls a request's assistant messages declare."""
 
 from __future__ import annotations
 
@@ -25,6 +25,20 @@ def json_text(value: Any) -> str:
 
 def dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def assistant_calls(body: dict[str, Any], key: str, parse: Callable[[Any], ToolCall | None],
+                    known: Callable[[Any], bool]) -> list[ToolCall]:
+    """The calls the assistant messages of a request's ``messages`` declare in their list ``key``, each entry read by
+    ``parse`` (None: malformed, skipped); an entry whose ``id`` is ``known`` is left out unread."""
+    calls = [
+        parse(entry)
+        for msg in dicts(body.get("messages"))
+        if msg.get("role") == "assistant"
+        for entry in dicts(msg.get(key))
+        if not known(entry.get("id"))
+    ]
+    return [c for c in calls if c is not None]
 
 
 def _unknown() -> Any:

@@ -47,7 +47,6 @@ from typing import Any
 
 from llmfix.dialects.chat import wire as ch
 from llmfix.dialects.chat.learn_reasoning import KIND, call_key, context, text_key
-from llmfix.memory.learn_base import json_text
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 from llmfix.wire.base import evolve
@@ -74,23 +73,11 @@ def _context(item: Any) -> str | None:
     return context(item.role, _text(item), item.tool_call_id) if isinstance(item, ch.Message) else None
 
 
-def _declared(tc: ch.ToolCall) -> tuple[str, str, str] | None:
-    """A call's (name, kind, arguments), read as the learner reads them from an answer (custom, else function)."""
-    custom = (tc.__pydantic_extra__ or {}).get("custom")
-    if tc.type == "custom" and isinstance(custom, dict):
-        name, args, kind = custom.get("name"), custom.get("input", ""), "custom"
-    elif tc.function is not None:
-        name, args, kind = tc.function.name, tc.function.arguments, "function"
-    else:
-        return None
-    return (name, kind, json_text(args if args is not None else "")) if isinstance(name, str) and name else None
-
-
 def _keys(m: ch.Message, before: str | None, upstream: str) -> tuple[str, ...]:
     """The keys the turn ``m`` is known by in memory, ``before`` the context of the message before it."""
     if _calls(m):
         return tuple(dict.fromkeys(call_key(upstream, tc.id, *d) for tc in m.tool_calls or ()
-                                   if tc.id and (d := _declared(tc)) is not None))
+                                   if tc.id and (d := tc.declared()) is not None))
     text = _text(m)
     return (text_key(upstream, text, before),) if text.strip() and before is not None else ()
 

@@ -7,6 +7,7 @@ bounded: no base64, no secrets, long texts cut. Each dialect lays out its own it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from llmfix.dialects.base import Dialect
@@ -39,6 +40,13 @@ def content(c: Any) -> list[str]:
 def other(i: int, m: Any) -> str:
     """The line of an item a dialect does not lay out itself."""
     return f"[{i}] {getattr(m, 'type', None) or 'item'}"
+
+
+def each_message(items: list[Any], kind: type, message_lines: Callable[[int, Any], list[str]]) -> list[str]:
+    """The lines of a dialect's items: each message of type ``kind`` laid out by ``message_lines(i, m)``, any other
+    item by :func:`other`."""
+    return [line for i, m in enumerate(items)
+            for line in (message_lines(i, m) if isinstance(m, kind) else [other(i, m)])]
 
 
 def lines(dialect: Dialect, items: list[Any]) -> list[str]:

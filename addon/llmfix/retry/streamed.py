@@ -25,10 +25,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import orjson
 from mitmproxy import http
 
 from llmfix.dialects.registry import named
+from llmfix.memory.learn import error_of
 from llmfix.proxy import ROUTE, UPSTREAM
 from llmfix.report.flowinfo import flow_name
 from llmfix.retry import rejections
@@ -46,14 +46,8 @@ SEEN = "llmfix_stream_rejection"
 
 def status_of(event: bytes) -> int | None:
     """The HTTP status an error event states (its error's ``code``: ``400``, or ``"400"``), None if it states none."""
-    try:
-        value = orjson.loads(event)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(value, list) and value:
-        value = value[0]
-    error = value.get("error") if isinstance(value, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
+    error = error_of(event)
+    code = error.get("code") if error is not None else None
     if isinstance(code, str) and code.isdigit():
         code = int(code)
     return code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 else None

@@ -546,8 +546,8 @@ def test_unknown_dialect_is_a_programming_error() -> None:
 # -- non-streamed responses ------------------------------------------------------------------------------
 
 
-def test_learn_json_chat_completion() -> None:
-    body = {
+JSON_ANSWERS: dict[str, tuple[dict[str, Any], list[ToolCall]]] = {
+    "chat": ({
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "choices": [
@@ -564,12 +564,8 @@ def test_learn_json_chat_completion() -> None:
                 },
             }
         ],
-    }
-    assert learn_json_response("chat", json.dumps(body).encode()) == CHAT_EXPECTED
-
-
-def test_learn_json_responses_response() -> None:
-    body = {
+    }, CHAT_EXPECTED),
+    "responses": ({
         "id": "resp_1",
         "object": "response",
         "status": "completed",
@@ -579,12 +575,8 @@ def test_learn_json_responses_response() -> None:
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
             {**FUNCTION_ITEM, "arguments": '{"cmd": ["ls"]}', "status": "completed"},
         ],
-    }
-    assert learn_json_response("responses", json.dumps(body).encode()) == RESPONSES_EXPECTED
-
-
-def test_learn_json_anthropic_message() -> None:
-    body = {
+    }, RESPONSES_EXPECTED),
+    "messages": ({
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
@@ -593,10 +585,15 @@ def test_learn_json_anthropic_message() -> None:
             {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.png"}},
         ],
         "stop_reason": "tool_use",
-    }
-    assert learn_json_response("messages", json.dumps(body).encode()) == [
-        ToolCall("toolu_1", "Read", '{"file_path": "a.png"}', "messages")
-    ]
+    }, [ToolCall("toolu_1", "Read", '{"file_path": "a.png"}', "messages")]),
+}
+"""A JSON answer of each dialect with tool calls among other output, and the calls learned from it."""
+
+
+@pytest.mark.parametrize("dialect", list(JSON_ANSWERS))
+def test_learn_json_answer_gives_its_calls_in_order(dialect: str) -> None:
+    answer, expected = JSON_ANSWERS[dialect]
+    assert learn_json_response(dialect, json.dumps(answer).encode()) == expected
 
 
 def test_learn_json_error_body_is_not_a_problem(caplog: pytest.LogCaptureFixture) -> None:

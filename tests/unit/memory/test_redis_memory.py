@@ -29,6 +29,8 @@ pytestmark = [needs_redis, pytest.mark.timeout(60)]
 
 CODEX = fixture_json("codex/turn2_request.json")
 CALL = CODEX["input"][-1]["call_id"]
+MEDIA_KEY = b"llmfix:media:" + CALL.encode()
+"""Where Redis holds the observation of CALL's media."""
 IMAGE = CODEX["input"][-1]["output"][0]
 DAY = 86400
 
@@ -191,11 +193,19 @@ def degraded(output: Any) -> dict[str, Any]:
     return body
 
 
+def ended(store: RedisMediaStore) -> RedisMediaStore:
+    """``store`` once it saw the client's request and its end, what it wrote flushed to Redis."""
+    send(CODEX, "client-flow", store)
+    store.finish("client-flow")
+    store.link.flush()
+    return store
+
+
 def test_media_seen_by_one_instance_are_restored_by_another(links, server: RedisServer) -> None:
     a, b = RedisMediaStore(links()), RedisMediaStore(links())
     assert send(CODEX, "client-flow", a).status == "untouched"  # observed on A, before A forwards it
     with server.client() as c:
-        ttl = c.pttl(b"llmfix:media:" + CALL.encode())
+        ttl = c.pttl(MEDIA_KEY)
     assert 0 < ttl <= MAX_IN_FLIGHT_S * 1000  # held only while its request may be in flight
     result = send(degraded(""), "gateway-flow", b)
     assert [c.repair for c in result.changes] == ["restore-tool-media"]
@@ -206,19 +216,16 @@ def test_the_end_of_the_client_request_ends_the_correlation_for_the_fleet(links,
     a, b = RedisMediaStore(links()), RedisMediaStore(links())
     send(CODEX, "client-flow", a)
     a.finish("client-flow")
-    key = b"llmfix:media:" + CALL.encode()
+    key = MEDIA_KEY
     with server.client() as c:
         assert until(lambda: not c.exists(key), 1.0)  # window 0s: gone at once, within a second
     assert send(degraded(""), "gateway-flow", b).status == "untouched"
 
 
 def test_a_restore_window_is_an_expiry_in_redis(links, server: RedisServer) -> None:
-    a = RedisMediaStore(links(), window_s=2.0)
-    send(CODEX, "client-flow", a)
-    a.finish("client-flow")
-    a.link.flush()
+    ended(RedisMediaStore(links(), window_s=2.0))
     with server.client() as c:
-        assert 0 < c.pttl(b"llmfix:media:" + CALL.encode()) <= 2000
+        assert 0 < c.pttl(MEDIA_KEY) <= 2000
 
 
 def test_the_end_of_an_older_request_does_not_cut_a_later_observation_short(links, server: RedisServer) -> None:
@@ -337,7 +344,7 @@ def test_a_hung_redis_is_bounded_by_the_timeout(server: RedisServer, caplog) -> 
 
 def test_a_foreign_media_value_is_ignored(links, server: RedisServer) -> None:
     with server.client() as c:
-        c.hset(b"llmfix:media:" + CALL.encode(), mapping={b"flow": b"other", b"token": b"t", b"data": b"{not json"})
+        c.hset(MEDIA_KEY, mapping={b"flow": b"other", b"token": b"t", b"data": b"{not json"})
         c.sadd(b"llmfix:media-ids", CALL.encode())
     b = RedisMediaStore(links())
     assert b.correlated(CALL, "gateway-flow") is None
@@ -345,12 +352,9 @@ def test_a_foreign_media_value_is_ignored(links, server: RedisServer) -> None:
 
 
 def test_the_index_forgets_expired_observations(links, server: RedisServer) -> None:
-    a = RedisMediaStore(links(), window_s=0.05)
-    send(CODEX, "client-flow", a)
-    a.finish("client-flow")
-    a.link.flush()
+    a = ended(RedisMediaStore(links(), window_s=0.05))
     with server.client() as c:
-        assert until(lambda: not c.exists(b"llmfix:media:" + CALL.encode()), 5.0)
+        assert until(lambda: not c.exists(MEDIA_KEY), 5.0)
         assert c.sismember(b"llmfix:media-ids", CALL.encode())  # the index still names it
         assert a.sweep() == 1
         assert not c.sismember(b"llmfix:media-ids", CALL.encode())

@@ -9,18 +9,16 @@ import threading
 import httpx
 import pytest
 from mitmproxy import exceptions
-from mitmproxy.test import taddons
 
 from llmfix import events
 from llmfix.metrics.addon import Metrics, parse_address
+from tests.conftest import alone_in_context
 
 
 @pytest.fixture
 def addon():
-    a = Metrics()
-    with taddons.context(a) as tctx:
-        yield a, tctx
-        a.done()
+    with alone_in_context(Metrics()) as pair:
+        yield pair
 
 
 def metrics_threads() -> list[threading.Thread]:

@@ -103,12 +103,16 @@ def test_a_whole_data_url_is_restored() -> None:
     assert got["messages"][3]["content"][1] == image
 
 
-def test_responses_openai_gets_input_image_parts_in_the_output() -> None:
-    body = {"model": "gpt-4.1", "input": [
+def responses(model: str) -> dict[str, Any]:
+    """A Responses request whose ``read`` call was answered with the serialized image array."""
+    return {"model": model, "input": [
         {"role": "user", "content": "look"},
         {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": SERIALIZED}]}
-    got = json.loads(run(RESPONSES, "api.openai.com", body).body)
+
+
+def test_responses_openai_gets_input_image_parts_in_the_output() -> None:
+    got = json.loads(run(RESPONSES, "api.openai.com", responses("gpt-4.1")).body)
     assert got["input"][2]["output"] == [
         {"type": "input_text", "text": "Image read successfully"},
         {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"}]
@@ -116,11 +120,7 @@ def test_responses_openai_gets_input_image_parts_in_the_output() -> None:
 
 
 def test_responses_xai_gets_them_hoisted_into_one_user_message() -> None:
-    body = {"model": "grok-4.3", "input": [
-        {"role": "user", "content": "look"},
-        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": SERIALIZED}]}
-    got = json.loads(run(RESPONSES, "api.x.ai", body).body)
+    got = json.loads(run(RESPONSES, "api.x.ai", responses("grok-4.3")).body)
     assert got["input"][2]["output"] == "Image read successfully"
     assert got["input"][3]["role"] == "user" and got["input"][3]["content"][1]["type"] == "input_image"
     assert rules.check("xai", "/v1/responses", got) is None

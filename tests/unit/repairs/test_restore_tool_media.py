@@ -60,21 +60,23 @@ def test_text_kept_image_dropped_gets_the_image_back_in_place() -> None:
     assert got["output"] == client["input"][-1]["output"]
 
 
-def test_nothing_comes_back_once_the_client_request_has_ended() -> None:
+def ended(window_s: float, ago_s: float) -> tuple[Clock, MediaWindow]:
+    """A media window of ``window_s`` that saw the client's request, which ended ``ago_s`` seconds ago."""
     clock = Clock()
-    w = MediaWindow(0.0, clock)
+    w = MediaWindow(window_s, clock)
     send(CODEX, "client", w)
     w.finish("client")
-    clock.t += 0.5
+    clock.t += ago_s
+    return clock, w
+
+
+def test_nothing_comes_back_once_the_client_request_has_ended() -> None:
+    _, w = ended(0.0, 0.5)
     assert send(degraded(""), "gateway", w).status == "untouched"
 
 
 def test_a_window_admits_a_request_that_ended_just_before() -> None:
-    clock = Clock()
-    w = MediaWindow(2.0, clock)
-    send(CODEX, "client", w)
-    w.finish("client")
-    clock.t += 1.0
+    clock, w = ended(2.0, 1.0)
     assert send(degraded(""), "gateway", w).status == "repaired"
     w.finish("gateway")
     clock.t += 5.0

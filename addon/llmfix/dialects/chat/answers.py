@@ -9,30 +9,29 @@ from pydantic import TypeAdapter
 
 from llmfix.dialects.chat import wire as ch
 from llmfix.report.redact import redact_text
-from llmfix.report.render import TEXT, content, other, text, with_extras
+from llmfix.report.render import TEXT, content, each_message, text, with_extras
 from llmfix.report.sse_answers import dicts
 
 _MESSAGES: TypeAdapter[list[Any]] = TypeAdapter(list[ch.Message])
 
 
-def lines(items: list[Any]) -> list[str]:
-    out: list[str] = []
-    for i, m in enumerate(items):
-        if not isinstance(m, ch.Message):
-            out.append(other(i, m))
-            continue
-        head = f"[{i}] {m.role}"
-        if m.tool_call_id is not None:
-            head += f" (tool_call_id={m.tool_call_id})"
-        out.append(head)
-        if isinstance(reasoning := (m.__pydantic_extra__ or {}).get("reasoning_content"), str) and reasoning:
-            out.append(f"    reasoning {text(reasoning)}")
-        out.extend(f"    {line}" for line in content(m.content))
-        for tc in m.tool_calls or []:
-            fn = tc.function
-            args = f" {fn.name}({redact_text(fn.arguments, TEXT)})" if fn else ""
-            out.append(f"    → call {tc.id}{args}")
+def _message_lines(i: int, m: ch.Message) -> list[str]:
+    head = f"[{i}] {m.role}"
+    if m.tool_call_id is not None:
+        head += f" (tool_call_id={m.tool_call_id})"
+    out = [head]
+    if isinstance(reasoning := (m.__pydantic_extra__ or {}).get("reasoning_content"), str) and reasoning:
+        out.append(f"    reasoning {text(reasoning)}")
+    out.extend(f"    {line}" for line in content(m.content))
+    for tc in m.tool_calls or []:
+        fn = tc.function
+        args = f" {fn.name}({redact_text(fn.arguments, TEXT)})" if fn else ""
+        out.append(f"    → call {tc.id}{args}")
     return out
+
+
+def lines(items: list[Any]) -> list[str]:
+    return each_message(items, ch.Message, _message_lines)
 
 
 def answer_lines(obj: dict[str, Any]) -> list[str]:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from llmfix.dialects.chat import learn_signatures
-from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records
-from llmfix.memory.learn_base import Asked, Out, dicts, json_text
+from llmfix.dialects.chat.learn_reasoning import ReasoningAssembler, records, streamed_choices
+from llmfix.memory.learn_base import Asked, Out, assistant_calls, dicts, json_text
 from llmfix.memory.store import Reasoning, ToolCall
 
 __all__ = ["ANSWER_NEEDLES", "ARRAYS", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
@@ -68,14 +68,7 @@ def reasoning_in_response(obj: dict[str, Any], asked: Asked) -> list[Reasoning]:
 
 
 def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list[ToolCall]:
-    calls = [
-        _chat_call(tc)
-        for msg in dicts(body.get("messages"))
-        if msg.get("role") == "assistant"
-        for tc in dicts(msg.get("tool_calls"))
-        if not known(tc.get("id"))
-    ]
-    return [c for c in calls if c is not None]
+    return assistant_calls(body, "tool_calls", _chat_call, known)
 
 
 class Assembler:
@@ -92,13 +85,11 @@ class Assembler:
                 or self._reasoning.wants(event) or self._signatures.wants(event))
 
     def on_event(self, data: Any, out: Out) -> None:
-        for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
-            ci = choice.get("index", 0)
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
+        for ci, delta, ended in streamed_choices(data):
+            if delta is not None:
                 for pos, tc in enumerate(dicts(delta.get("tool_calls"))):
                     self._add(ci, tc.get("index", pos), tc, out)
-            if choice.get("finish_reason"):
+            if ended:
                 self._emit([k for k in self._pending if k[0] == ci], out)
         self._reasoning.on_event(data, out)  # after the calls: a choice's reasoning is keyed by the calls it made
         self._signatures.on_event(data, out)  # and so are its signatures

@@ -27,7 +27,7 @@ is ambiguous and never restored from. A turn that gave no reasoning gives no rec
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from llmfix.memory.fingerprint import declaration, digest
@@ -80,29 +80,42 @@ def records(reasoning: str, calls: Iterable[ToolCall], text: str, asked: Asked) 
     return [Reasoning(KIND, key, reasoning, up) for key in keys]
 
 
-class ReasoningAssembler:
-    """``choices[i].delta`` reasoning and content pieces per choice, and the calls the choice made (handed over by
-    the Chat assembler as it completes them); each choice's records at its ``finish_reason`` (or at the end of the
-    stream)."""
+def streamed_choices(data: Any) -> Iterator[tuple[Any, dict[str, Any] | None, bool]]:
+    """Each choice of a streamed Chat chunk: its index, its ``delta`` (None when it has none), and whether it ended
+    (``finish_reason``)."""
+    for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
+        delta = choice.get("delta")
+        yield choice.get("index", 0), delta if isinstance(delta, dict) else None, bool(choice.get("finish_reason"))
+
+
+class ChoiceCalls:
+    """What the records of a stream are keyed by: the calls each choice made, handed over by the Chat assembler as
+    it completes them."""
 
     def __init__(self, asked: Asked) -> None:
         self._asked = asked
-        self._pending: dict[Any, tuple[list[str], list[str]]] = {}  # index → (reasoning, text)
         self._calls: dict[Any, list[ToolCall]] = {}
-
-    def wants(self, event: bytes) -> bool:
-        """Reasoning begins a choice worth following; after that its content and end matter too."""
-        return b"reasoning_content" in event or bool(self._pending)
 
     def called(self, index: Any, call: ToolCall) -> None:
         """Choice ``index`` made ``call`` (complete)."""
         self._calls.setdefault(index, []).append(call)
 
+
+class ReasoningAssembler(ChoiceCalls):
+    """``choices[i].delta`` reasoning and content pieces per choice, and the calls the choice made; each choice's
+    records at its ``finish_reason`` (or at the end of the stream)."""
+
+    def __init__(self, asked: Asked) -> None:
+        super().__init__(asked)
+        self._pending: dict[Any, tuple[list[str], list[str]]] = {}  # index → (reasoning, text)
+
+    def wants(self, event: bytes) -> bool:
+        """Reasoning begins a choice worth following; after that its content and end matter too."""
+        return b"reasoning_content" in event or bool(self._pending)
+
     def on_event(self, data: Any, out: Out) -> None:
-        for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
-            index = choice.get("index", 0)
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
+        for index, delta, ended in streamed_choices(data):
+            if delta is not None:
                 piece = delta.get("reasoning_content")
                 if isinstance(piece, str) and piece and index not in self._pending:
                     self._pending[index] = ([], [])
@@ -112,7 +125,7 @@ class ReasoningAssembler:
                         entry[0].append(piece)
                     if isinstance(text := delta.get("content"), str):
                         entry[1].append(text)
-            if choice.get("finish_reason"):
+            if ended:
                 self._end(index, out)
 
     def _end(self, index: Any, out: Out) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from llmfix.dialects.chat.learn_reasoning import ChoiceCalls, streamed_choices
 from llmfix.memory.fingerprint import declaration, digest
 from llmfix.memory.learn_base import Asked, Out, dicts
 from llmfix.memory.store import Reasoning, ToolCall
@@ -93,35 +94,28 @@ def in_message(message: dict[str, Any], calls: list[tuple[dict[str, Any], ToolCa
     return records([c for _, c in calls if c is not None], signed, signature_of(message), asked.upstream)
 
 
-class SignatureAssembler:
+class SignatureAssembler(ChoiceCalls):
     """Which call of each choice every streamed signature belongs to; each choice's records at its
     ``finish_reason`` (or at the end of the stream), once the Chat assembler handed over the calls it completed."""
 
     def __init__(self, asked: Asked) -> None:
-        self._asked = asked
+        super().__init__(asked)
         self._last: dict[Any, str] = {}  # choice → id of the call last begun
         self._by_index: dict[tuple[Any, Any], str] = {}  # (choice, index) → the id that index last named
         self._signed: dict[Any, dict[str, str]] = {}  # choice → call id → signature
         self._on_message: dict[Any, str] = {}  # choice → a signature on the delta itself
-        self._calls: dict[Any, list[ToolCall]] = {}
 
     def wants(self, event: bytes) -> bool:
         return FIELD.encode() in event or (bool(self._signed or self._on_message) and b"finish_reason" in event)
 
-    def called(self, index: Any, call: ToolCall) -> None:
-        """Choice ``index`` made ``call`` (complete)."""
-        self._calls.setdefault(index, []).append(call)
-
     def on_event(self, data: Any, out: Out) -> None:
-        for choice in dicts(data.get("choices") if isinstance(data, dict) else None):
-            ci = choice.get("index", 0)
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
+        for ci, delta, ended in streamed_choices(data):
+            if delta is not None:
                 for tc in dicts(delta.get("tool_calls")):
                     self._entry(ci, tc)
                 if (own := signature_of(delta)) is not None:
                     self._on_message[ci] = own
-            if choice.get("finish_reason"):
+            if ended:
                 self._end(ci, out)
 
     def _entry(self, ci: Any, tc: dict[str, Any]) -> None:

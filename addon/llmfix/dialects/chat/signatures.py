@@ -24,7 +24,6 @@ from llmfix.dialects.chat.learn_signatures import (
     signature_in,
     signature_key,
 )
-from llmfix.memory.learn_base import json_text
 from llmfix.wire.base import evolve, without
 
 __all__ = ["FLAG", "KIND", "NEEDLES", "REFUSED", "calls", "key", "location", "marker", "refused_key", "signature",
@@ -90,18 +89,9 @@ def with_signature(call: Any, value: str | None) -> Any:
 
 def key(upstream: str, call: Any) -> str | None:
     """The call's key, its declaration read as the learner reads it from an answer (custom, else function)."""
-    if not isinstance(call, ch.ToolCall) or not call.id:
+    if not isinstance(call, ch.ToolCall) or not call.id or (declared := call.declared()) is None:
         return None
-    custom = (call.__pydantic_extra__ or {}).get("custom")
-    if call.type == "custom" and isinstance(custom, dict):
-        name, args, kind = custom.get("name"), custom.get("input", ""), "custom"
-    elif call.function is not None:
-        name, args, kind = call.function.name, call.function.arguments, "function"
-    else:
-        return None
-    if not isinstance(name, str) or not name:
-        return None
-    return signature_key(upstream, call.id, name, kind, json_text(args if args is not None else ""))
+    return signature_key(upstream, call.id, *declared)
 
 
 def location(index: int, position: int) -> str:

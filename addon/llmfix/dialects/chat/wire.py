@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from llmfix.body.media import MediaRef, ref_for_base64, ref_for_url
+from llmfix.memory.learn_base import json_text
 from llmfix.wire.base import Image, Inline, Media, Textual, Wire, data_url, evolve, union
 
 
@@ -80,6 +81,18 @@ class ToolCall(Wire):
     id: str
     type: str = "function"
     function: Function | None = None
+
+    def declared(self) -> tuple[str, str, str] | None:
+        """The call's (name, kind, arguments as JSON text), read as the learner reads them from an answer (custom,
+        else function); None when it names no tool."""
+        custom = (self.__pydantic_extra__ or {}).get("custom")
+        if self.type == "custom" and isinstance(custom, dict):
+            name, args, kind = custom.get("name"), custom.get("input", ""), "custom"
+        elif self.function is not None:
+            name, args, kind = self.function.name, self.function.arguments, "function"
+        else:
+            return None
+        return (name, kind, json_text(args if args is not None else "")) if isinstance(name, str) and name else None
 
 
 class Message(Wire):

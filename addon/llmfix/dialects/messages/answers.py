@@ -8,7 +8,7 @@ from typing import Any
 
 from llmfix.dialects.messages import wire as an
 from llmfix.report.redact import redact_text
-from llmfix.report.render import TEXT, content, other, part, text, with_extras
+from llmfix.report.render import TEXT, content, each_message, part, text, with_extras
 from llmfix.report.sse_answers import dicts
 
 
@@ -20,19 +20,14 @@ def _block_lines(b: Any) -> list[str]:
     return [part(b)]
 
 
+def _message_lines(i: int, m: an.Message) -> list[str]:
+    if isinstance(m.content, str):
+        return [f"[{i}] {m.role}", f"    {text(m.content)}"]
+    return [f"[{i}] {m.role}", *(f"    {line}" for b in m.content for line in _block_lines(b))]
+
+
 def lines(items: list[Any]) -> list[str]:
-    out: list[str] = []
-    for i, m in enumerate(items):
-        if not isinstance(m, an.Message):
-            out.append(other(i, m))
-            continue
-        out.append(f"[{i}] {m.role}")
-        if isinstance(m.content, str):
-            out.append(f"    {text(m.content)}")
-        else:
-            for b in m.content:
-                out.extend(f"    {line}" for line in _block_lines(b))
-    return out
+    return each_message(items, an.Message, _message_lines)
 
 
 def answer_lines(obj: dict[str, Any]) -> list[str]:

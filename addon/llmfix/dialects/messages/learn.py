@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from llmfix.dialects.messages.learn_thinking import ThinkingAssembler, reasoning_in_response
-from llmfix.memory.learn_base import Asked, Out, dicts, json_text
+from llmfix.memory.learn_base import Asked, Out, assistant_calls, dicts, json_text
 from llmfix.memory.store import ToolCall
 
 __all__ = ["ANSWER_NEEDLES", "ARRAYS", "Assembler", "calls_in_request", "calls_in_response", "reasoning_in_response"]
@@ -35,14 +35,7 @@ def calls_in_response(obj: dict[str, Any]) -> list[ToolCall]:
 
 
 def calls_in_request(body: dict[str, Any], known: Callable[[Any], bool]) -> list[ToolCall]:
-    calls = [
-        _anthropic_call(block)
-        for msg in dicts(body.get("messages"))
-        if msg.get("role") == "assistant"
-        for block in dicts(msg.get("content"))
-        if not known(block.get("id"))
-    ]
-    return [c for c in calls if c is not None]
+    return assistant_calls(body, "content", _anthropic_call, known)
 
 
 class Assembler:
