@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from llmfix.dialects.chat.learn_signatures import REFUSED, marker, refused_key, signature_of
-from llmfix.dialects.gemini.signature_facts import DUMMIES
+from llmfix.dialects.gemini.signature_facts import DUMMIES, taught
 from llmfix.memory.learn_base import dicts
 from llmfix.memory.store import Reasoning
-from llmfix.retry.rules import Match, lesson
+from llmfix.retry.rules import Match
 
 
 def signatures(body: dict[str, Any]) -> list[str]:
@@ -30,7 +30,4 @@ def signatures(body: dict[str, Any]) -> list[str]:
 
 
 def refused(found: Match, body: dict[str, Any], upstream: str) -> list[Reasoning]:
-    records = [Reasoning(REFUSED, refused_key(upstream, s), found.rule.name, upstream) for s in signatures(body)]
-    if not records:
-        return []
-    return [*records, Reasoning(REFUSED, marker(upstream), lesson(records), upstream)]
+    return taught(REFUSED, refused_key, marker, found, signatures(body), upstream)

@@ -11,6 +11,7 @@ one. A request holding no signature teaches nothing (``[]``: not resent).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from llmfix.dialects.gemini.learn import REFUSED, marker, refused_key
@@ -34,8 +35,14 @@ def signatures(body: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def refused(found: Match, body: dict[str, Any], upstream: str) -> list[Reasoning]:
-    records = [Reasoning(REFUSED, refused_key(upstream, s), found.rule.name, upstream) for s in signatures(body)]
+def taught(kind: str, key: Callable[[str, str], str], mark: Callable[[str], str], found: Match,
+           refused_ones: list[str], upstream: str) -> list[Reasoning]:
+    """Each refused signature as a fact of ``kind`` for ``upstream``, with a new marker; nothing when none was sent."""
+    records = [Reasoning(kind, key(upstream, s), found.rule.name, upstream) for s in refused_ones]
     if not records:
         return []
-    return [*records, Reasoning(REFUSED, marker(upstream), lesson(records), upstream)]
+    return [*records, Reasoning(kind, mark(upstream), lesson(records), upstream)]
+
+
+def refused(found: Match, body: dict[str, Any], upstream: str) -> list[Reasoning]:
+    return taught(REFUSED, refused_key, marker, found, signatures(body), upstream)
