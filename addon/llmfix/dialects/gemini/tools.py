@@ -49,26 +49,33 @@ def calls(items: list[Any]) -> list[Call]:
 
 def answer_ids(items: list[Any], i: int) -> list[tuple[int, str]]:
     """(part index, the id of the call it answers, or "" when none) of the responses of the user content ``i``: by
-    its own id, else the n-th response named N without one answers the n-th call named N of the call turn right
-    before, among those no response answers by id."""
-    m = items[i]
-    before = items[i - 1] if i > 0 else None
-    given = {rid for _, r in m.responses() if (rid := r.result_id()) is not None}
+    its own id, else the n-th response named N without one answers the n-th call named N of the call turn before,
+    among those no response answers by id. Responses split over several user contents after one call turn (each
+    holding responses) are counted together, in order: the call turn is the one before the first of them."""
+    first = i
+    while first > 0 and _user(items[first - 1]) and items[first - 1].responses():
+        first -= 1
+    before = items[first - 1] if first > 0 else None
+    run = range(first, i + 1)
+    given = {rid for j in run for _, r in items[j].responses() if (rid := r.result_id()) is not None}
     named: dict[str, list[str]] = {}
     if _model(before):
         for k, p in before.calls():
-            if (cid := call_id(i - 1, k, p)) not in given:
+            if (cid := call_id(first - 1, k, p)) not in given:
                 named.setdefault(p.name(), []).append(cid)
     taken: Counter[str] = Counter()
     out = []
-    for k, r in m.responses():
-        if (rid := r.result_id()) is not None:
-            out.append((k, rid))
-            continue
-        choices = named.get(r.name(), [])
-        n = taken[r.name()]
-        taken[r.name()] += 1
-        out.append((k, choices[n] if n < len(choices) else ""))
+    for j in run:
+        for k, r in items[j].responses():
+            if (rid := r.result_id()) is not None:
+                aid = rid
+            else:
+                choices = named.get(r.name(), [])
+                n = taken[r.name()]
+                taken[r.name()] += 1
+                aid = choices[n] if n < len(choices) else ""
+            if j == i:
+                out.append((k, aid))
     return out
 
 
