@@ -145,7 +145,7 @@ def signature_at(body: dict[str, Any], content: int) -> str | None:
     return body["contents"][content]["parts"][0].get("thoughtSignature")
 
 
-def streamed(gc: Any, contents: list[types.Content]) -> list[types.Part]:
+def streamed(gc: genai.Client, contents: list[types.Content]) -> list[types.Part]:
     """A streamed turn's parts (thought summaries left out, as `genai_client.turn1` leaves them)."""
     stream = gc.models.generate_content_stream(model=MODEL, contents=contents, config=genai_client.config())
     return [p for chunk in stream for cand in chunk.candidates or [] for p in cand.content.parts or [] if not p.thought]
@@ -210,6 +210,7 @@ def expect_svg_image(client: dict[str, Any], got: dict[str, Any], issued: str) -
     mime, data = inline(image)
     assert kept == answers and mime == "image/png" and data.startswith(b"\x89PNG\r\n\x1a\n")
     assert got["contents"][:2] == client["contents"][:2] and len(got["contents"]) == 3
+    assert {k: v for k, v in got.items() if k != "contents"} == {k: v for k, v in client.items() if k != "contents"}
 
 
 def expect_mcp_schema(client: dict[str, Any], got: dict[str, Any], issued: str) -> None:
