@@ -35,6 +35,9 @@ from tests.upstreams.gemini_errors import (
 )
 
 KEY = "genai-test-fake-key-0123456789"
+BROKEN = ("lost-signature", "resumed-duplicates", "split-responses", "call-after-text", "foreign-signature",
+          "empty-text", "svg-image", "mcp-schema")
+"""The names of `broken_histories`, in order: the cases a bare proxy shows refused and llmfix shows answered."""
 READ_FILE = types.FunctionDeclaration(
     name="read_file", description="Read a file",
     parameters_json_schema={"type": "object", "properties": {"file_path": {"type": "string"}}, "required": [
@@ -123,7 +126,7 @@ def broken_histories(history: list[types.Content], answers: types.Content,
     at = "tools[0].function_declarations[1].parameters"
     schema_text = "\n".join([unknown_name("$schema", at), unknown_name("additionalProperties", at),
                              unknown_name("exclusiveMinimum", f"{at}.properties[0].value")])
-    return {
+    made = {
         "lost-signature": ([user, _without_signatures(model), answers], None, missing_signature(
             "gemini", str(first_call.name), 2)),
         "resumed-duplicates": ([user, model, doubled], None, COUNT_MISMATCH),
@@ -134,3 +137,5 @@ def broken_histories(history: list[types.Content], answers: types.Content,
         "svg-image": ([user, model, svg], None, "Unsupported MIME type: image/svg+xml"),
         "mcp-schema": ([user, model, answers], mcp_tools, schema_text),
     }
+    assert tuple(made) == BROKEN
+    return made

@@ -47,44 +47,35 @@ def calls(items: list[Any]) -> list[Call]:
     return [Call(call_id(i, k, p), p.name(), i, k) for i, m in enumerate(items) if _model(m) for k, p in m.calls()]
 
 
-def _open_calls(items: list[Any], i: int) -> list[tuple[str, str]]:
-    """(id or place, name) of the calls of the call turn before the user content ``i`` that no response before
-    ``i`` answers: the call turn right before it, or the one right before a run of user contents holding responses
-    that ends at ``i`` (a client splitting a turn's responses over several contents: NousResearch/hermes-agent
-    PR #22261)."""
-    j = i - 1
-    while j >= 0 and _user(items[j]) and items[j].responses():
-        j -= 1
-    if j < 0 or not _model(items[j]):
-        return []
-    open_ = [(call_id(j, k, p), p.name()) for k, p in items[j].calls()]
-    for m in range(j + 1, i):
-        taken = {aid for _, aid in answer_ids(items, m)}
-        open_ = [c for c in open_ if c[0] not in taken]
-    return open_
-
-
 def answer_ids(items: list[Any], i: int) -> list[tuple[int, str]]:
     """(part index, the id of the call it answers, or "" when none) of the responses of the user content ``i``: by
-    its own id, else the n-th response named N without one answers the n-th call named N of the call turn before
-    (right before, or before the contents holding the turn's other responses), among those no response answers by
-    id and no earlier content answers."""
-    m = items[i]
-    given = {rid for _, r in m.responses() if (rid := r.result_id()) is not None}
+    its own id, else the n-th response named N without one answers the n-th call named N of the call turn before,
+    among those no response answers by id. Responses split over several user contents after one call turn (each
+    holding responses) are counted together, in order: the call turn is the one before the first of them."""
+    first = i
+    while first > 0 and _user(items[first - 1]) and items[first - 1].responses():
+        first -= 1
+    before = items[first - 1] if first > 0 else None
+    run = range(first, i + 1)
+    given = {rid for j in run for _, r in items[j].responses() if (rid := r.result_id()) is not None}
     named: dict[str, list[str]] = {}
-    for cid, name in _open_calls(items, i):
-        if cid not in given:
-            named.setdefault(name, []).append(cid)
+    if _model(before):
+        for k, p in before.calls():
+            if (cid := call_id(first - 1, k, p)) not in given:
+                named.setdefault(p.name(), []).append(cid)
     taken: Counter[str] = Counter()
     out = []
-    for k, r in m.responses():
-        if (rid := r.result_id()) is not None:
-            out.append((k, rid))
-            continue
-        choices = named.get(r.name(), [])
-        n = taken[r.name()]
-        taken[r.name()] += 1
-        out.append((k, choices[n] if n < len(choices) else ""))
+    for j in run:
+        for k, r in items[j].responses():
+            if (rid := r.result_id()) is not None:
+                aid = rid
+            else:
+                choices = named.get(r.name(), [])
+                n = taken[r.name()]
+                taken[r.name()] += 1
+                aid = choices[n] if n < len(choices) else ""
+            if j == i:
+                out.append((k, aid))
     return out
 
 
