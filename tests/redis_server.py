@@ -56,7 +56,16 @@ class RedisServer:
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
-        self.start()
+        for attempt in range(3):
+            try:
+                self.start()
+                return
+            except RuntimeError:
+                # a free port picked here can be taken by another test process before redis-server binds it
+                # (the suite runs in parallel workers): on a port of its own choosing, try another one
+                if port is not None or attempt == 2:
+                    raise
+                self.port = free_port()
 
     @property
     def url(self) -> str:
