@@ -1,0 +1,43 @@
+"""Native Gemini bodies the property tests (tests/property/test_gemini_promises.py) found mishandled, each shrunk to
+the smallest request that shows it, sent through the engine as the addon sends it and judged by the strict mock's
+rules (tests/upstreams/gemini_rules.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llmfix import engine
+from llmfix.dialects.registry import GEMINI
+from tests.upstreams import gemini_rules
+
+HOST = "generativelanguage.googleapis.com"
+PATH = "/v1beta/models/gemini-3-flash-preview:streamGenerateContent?alt=sse"
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAC0lEQVR4nGNgQAYAAA4AAamRc7EAAAAASUVORK5CYII="
+
+
+def run(body: dict[str, Any]) -> tuple[engine.Outcome, dict[str, Any]]:
+    raw = json.dumps(body).encode()
+    out = engine.process(engine.request(GEMINI, HOST, 443, PATH, raw, None, "f"), engine.Settings())
+    assert out.status != "failed", out.reason
+    return out, json.loads(out.body) if out.body is not None else body
+
+
+def image() -> dict[str, Any]:
+    return {"inlineData": {"mimeType": "image/png", "data": PNG}}
+
+
+def test_a_repaired_history_with_a_multimodal_function_response_is_sent_with_its_image() -> None:
+    """A Gemini 3 response holding its image in ``functionResponse.parts``, in a history that needs a signature:
+    the repair's report lays the nested image out too (it used to raise on it, and the body left unrepaired)."""
+    for key in ("functionResponse", "function_response"):
+        body = {"contents": [
+            {"role": "user", "parts": [{"text": "what is in a.png?"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.png"}}}]},
+            {"role": "user", "parts": [{key: {"name": "read_file", "response": {"output": "an image"},
+                                              "parts": [image(), {"text": "a caption"}]}}]}]}
+        out, got = run(body)
+        assert out.status == "repaired"
+        assert got["contents"][2] == body["contents"][2]
+        assert got["contents"][1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
+        assert gemini_rules.check(got) is None
