@@ -67,3 +67,19 @@ def test_a_history_that_kept_its_signatures_leaves_untouched_in_every_turn() -> 
                          {"role": "model", "parts": [{"text": "done"}]}, {"role": "user", "parts": [{"text": "ok"}]}]}
     out, _ = run(body)
     assert (out.status, out.body) == ("untouched", None)
+
+
+def test_an_orphan_snake_case_response_with_its_own_parts_is_kept_as_text_with_its_image() -> None:
+    """A ``function_response`` (snake_case, proto3 JSON takes it) that answers no call is kept as text naming it, and
+    the image it held comes with it as a part of the content (the repair used to raise on the untyped part)."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "look at a.png"}]},
+        {"role": "model", "parts": [{"text": "I looked."}]},
+        {"role": "user", "parts": [{"function_response": {"name": "read_file", "response": {"output": "an image"},
+                                                          "parts": [image()]}}, {"text": "and now?"}]}]}
+    out, got = run(body)
+    assert out.status == "repaired"
+    parts = got["contents"][2]["parts"]
+    assert '{"output": "an image"}' in parts[0]["text"]
+    assert parts[1:] == [image(), {"text": "and now?"}]
+    assert gemini_rules.check(got) is None
