@@ -83,3 +83,29 @@ def test_an_orphan_snake_case_response_with_its_own_parts_is_kept_as_text_with_i
     assert '{"output": "an image"}' in parts[0]["text"]
     assert parts[1:] == [image(), {"text": "and now?"}]
     assert gemini_rules.check(got) is None
+
+
+def call(path: str) -> dict[str, Any]:
+    return {"functionCall": {"name": "read_file", "args": {"path": path}}}
+
+
+def response(path: str) -> dict[str, Any]:
+    return {"functionResponse": {"name": "read_file", "response": {"output": f"contents of {path}"}}}
+
+
+def test_id_less_responses_split_over_two_user_contents_are_put_together_after_their_calls() -> None:
+    """Two calls without ids, their responses sent in two user contents (Gemini refuses that: the count of responses
+    after a call turn must match): the second moves into the first content, still a functionResponse — not text
+    beside a "no result was recorded" answer, as it was while only responses with ids were followed there."""
+    signed = {**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"}
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt and b.txt"}]},
+        {"role": "model", "parts": [signed, call("b.txt")]},
+        {"role": "user", "parts": [response("a.txt")]},
+        {"role": "user", "parts": [response("b.txt"), image()]}]}
+    assert gemini_rules.check(body) is not None
+    out, got = run(body)
+    assert out.status == "repaired"
+    assert got["contents"] == [*body["contents"][:2],
+                               {"role": "user", "parts": [response("a.txt"), response("b.txt"), image()]}]
+    assert gemini_rules.check(got) is None
