@@ -109,3 +109,20 @@ def test_id_less_responses_split_over_two_user_contents_are_put_together_after_t
     assert got["contents"] == [*body["contents"][:2],
                                {"role": "user", "parts": [response("a.txt"), response("b.txt"), image()]}]
     assert gemini_rules.check(got) is None
+
+
+def test_a_whitespace_only_content_between_a_call_turn_and_its_responses_goes() -> None:
+    """A model content of one whitespace-only text part, stored between the calls and their responses, splits them
+    (Gemini: the response count after a call turn must match); it goes. A whitespace-only part beside other parts
+    stays as sent."""
+    signed = {**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"}
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt"}, {"text": " \n"}]},
+        {"role": "model", "parts": [signed]},
+        {"role": "model", "parts": [{"text": " "}]},
+        {"role": "user", "parts": [response("a.txt")]}]}
+    assert gemini_rules.check(body) is not None
+    out, got = run(body)
+    assert out.status == "repaired"
+    assert got["contents"] == [body["contents"][0], body["contents"][1], body["contents"][3]]
+    assert gemini_rules.check(got) is None
