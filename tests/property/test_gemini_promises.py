@@ -46,7 +46,7 @@ def rejection(s: Session, body: dict[str, Any]) -> str | None:
     """What the strict mock answers ``body`` with, or None when it takes it."""
     found = gemini_rules.check(body) or s.ledger.check(gemini_rules.contents_of(body), backend="gemini",
                                                        model=s.model)
-    return None if found is None else f"{found.kind}: {found.message}"
+    return None if found is None else f"{found.reason}: {found.message}"
 
 
 def canon(value: Any) -> bytes:
