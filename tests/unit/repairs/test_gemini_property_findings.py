@@ -126,3 +126,33 @@ def test_a_whitespace_only_content_between_a_call_turn_and_its_responses_goes() 
     assert out.status == "repaired"
     assert got["contents"] == [body["contents"][0], body["contents"][1], body["contents"][3]]
     assert gemini_rules.check(got) is None
+
+
+def test_a_repeated_response_in_a_later_user_content_is_dropped_as_a_copy() -> None:
+    """Two id-less calls, answered over two user contents, the first response repeated in the second one and the
+    second repeated right after itself: the copies go (the later ones), and each call keeps its own response — the
+    copy of the first is not taken for the answer to the second call, with the second kept only as text."""
+    signed = {**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"}
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt and b.txt"}]},
+        {"role": "model", "parts": [signed, call("b.txt")]},
+        {"role": "user", "parts": [response("a.txt")]},
+        {"role": "user", "parts": [response("a.txt"), response("b.txt"), image(), response("b.txt"), image()]}]}
+    out, got = run(body)
+    assert got["contents"] == [*body["contents"][:2],
+                               {"role": "user", "parts": [response("a.txt"), response("b.txt"), image()]}]
+    assert {c.repair for c in out.changes} == {"drop-repeated-responses", "pair-tool-calls"}
+    assert gemini_rules.check(got) is None
+
+
+def test_a_user_content_holding_only_a_copy_goes_whole() -> None:
+    """The one response of a call turn sent again in a user content of its own, the last one of the request: the
+    copy goes, and the content with it, rather than leave a content without parts, which Gemini refuses."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt"}]},
+        {"role": "model", "parts": [{**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"}]},
+        {"role": "user", "parts": [response("a.txt")]},
+        {"role": "user", "parts": [response("a.txt")]}]}
+    _, got = run(body)
+    assert got["contents"] == body["contents"][:3]
+    assert gemini_rules.check(got) is None
