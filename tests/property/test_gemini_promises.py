@@ -5,24 +5,26 @@ warm, as the addon runs it):
 - a valid history — what the strict mock's rules (tests/upstreams/gemini_rules.py) and its signature ledger
   (tests/upstreams/gemini_signatures.py) accept — leaves byte-identical, every turn;
 - a broken one: nothing is lost — every non-blank text, every function call (name and arguments), every function
-  response (name and response, still a ``functionResponse``: each answers a call the history holds), every image
+  response (name and response, still a ``functionResponse`` — as text naming it only where there are more responses
+  than calls, as pair-tool-calls keeps a response that answers none), every image
   (by the digest of its bytes) reaches the upstream, as many times as sent, but for the copies drop-repeated-responses
   records dropping (a response repeating an earlier one of its content exactly, with its images: a copy of one that
   stays); blank text parts may go (order-gemini-turns); the strict mock accepts the result; sending the result again
   changes nothing;
 - prefix-stable: each turn's repaired ``contents`` is, content by content and byte by byte, the start of the next
-  turn's, so a prompt cache keyed on the prefix keeps hitting.
+  turn's, so a prompt cache keyed on the prefix keeps hitting; and an llmfix that parses every body whole sends the
+  same contents as the one that recognises the appends (``body/prefix.py``).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 from hypothesis import event, given
-from hypothesis import strategies as st
 
 from llmfix import engine
 from llmfix.body.media import digest
@@ -94,8 +96,13 @@ def nothing_lost(sent: dict[str, Any], got: dict[str, Any], outcome: engine.Outc
     lost_calls = calls(sent) - calls(got)
     assert not lost_calls, f"function calls lost: {list(lost_calls)}"
     kept = Counter(canon(r) for r in responses(got))
-    lost = Counter(canon(r) for r in responses(sent)) - kept - Counter(canon(r) for r in responses(copies))
-    assert not lost, f"function responses lost (or kept only as text although their call is there): {list(lost)}"
+    dropped = Counter(canon(r) for r in responses(copies))
+    as_text = Counter(canon(r) for r in responses(sent)
+                      if any(json.dumps(r[1], ensure_ascii=False) in t for t in out_texts))
+    lost = Counter(canon(r) for r in responses(sent)) - kept - dropped
+    assert not lost - as_text, f"function responses lost: {list(lost - as_text)}"
+    surplus = max(0, len(responses(sent)) - dropped.total() - calls(sent).total())
+    assert lost.total() <= surplus, f"responses kept only as text although their calls are there: {list(lost)}"
     for r in responses(copies):
         assert kept[canon(r)], f"a response dropped as a copy has no original left: {r}"
     lost_images = images(sent) - images(got) - images(copies)
@@ -133,13 +140,16 @@ def test_a_valid_history_leaves_byte_identical(s: Session) -> None:
 
 
 @BUDGET
-@given(s=sessions(broken=True), data=st.data())
-def test_a_broken_history_loses_nothing_and_is_accepted_turn_after_turn(s: Session, data: st.DataObject) -> None:
+@given(s=sessions(broken=True))
+def test_a_broken_history_loses_nothing_and_is_accepted_turn_after_turn(s: Session) -> None:
     event(f"broken: {'+'.join(sorted(s.broken))}")
-    settings = engine.Settings(prefix=None) if data.draw(st.booleans(), label="whole parse") else engine.Settings()
+    fast, whole = engine.Settings(), engine.Settings(prefix=None)
     previous: list[Any] | None = None
     for turns in range(1, len(s.chunks) + 1):
-        contents = check_turn(settings, s, turns)
+        contents = check_turn(fast, s, turns)
+        raw = s.raw(turns)
+        assert promises.body_of(raw, send(whole, s, raw, f"t{turns}"))[1]["contents"] == contents, \
+            "the prefix fast path and the whole parse disagree"
         if previous is not None:
             promises.is_prefix(previous, contents)
         previous = contents
