@@ -156,3 +156,22 @@ def test_a_user_content_holding_only_a_copy_goes_whole() -> None:
     _, got = run(body)
     assert got["contents"] == body["contents"][:3]
     assert gemini_rules.check(got) is None
+
+
+def test_a_content_left_with_only_whitespace_once_its_response_moved_back_goes() -> None:
+    """Responses split over two user contents, the second with a whitespace-only text before its response: the
+    response moves back beside the first, and the content left with only the whitespace goes in the same pass, so
+    the repaired body needs nothing more when sent again."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt and b.txt"}]},
+        {"role": "model", "parts": [{**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"},
+                                    call("b.txt")]},
+        {"role": "user", "parts": [response("a.txt")]},
+        {"role": "user", "parts": [{"text": " "}, response("b.txt")]},
+        {"role": "model", "parts": [{"text": "Both read."}]},
+        {"role": "user", "parts": [{"text": "thanks"}]}]}
+    _, got = run(body)
+    both = {"role": "user", "parts": [response("a.txt"), response("b.txt")]}
+    assert got["contents"] == [*body["contents"][:2], both, *body["contents"][4:]]
+    again, _ = run(got)
+    assert again.status == "untouched"
