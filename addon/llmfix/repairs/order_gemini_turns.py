@@ -16,10 +16,11 @@ Bug — Gemini refuses a history, and the client resends it on every later turn,
 
 Repair: an empty text part that carries no thought signature goes (the model streams a signature on an empty part
 itself, and Gemini takes that part back); a content left with no part, or with only whitespace-only text, goes,
-unless it is the last one (a whitespace-only part beside anything else stays: no rejection of one is known); a call
-turn that follows no user content gets one before it, saying plainly that the model continues (gemini-cli itself
-puts ``[Continuing from previous AI thoughts...]`` there, ``packages/core/src/utils/historyHardening.ts``). No text
-of the conversation changes but whitespace; a history holding none of these leaves byte-identical.
+unless it is the last one and no user content comes right before it (a whitespace-only part beside anything else
+stays: no rejection of one is known); a call turn that follows no user content gets one before it, saying plainly
+that the model continues (gemini-cli itself puts ``[Continuing from previous AI thoughts...]`` there,
+``packages/core/src/utils/historyHardening.ts``). No text of the conversation changes but whitespace; a history
+holding none of these leaves byte-identical.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def _run(items: list[Any], ctx: Context, after: str | None) -> tuple[list[Any], 
             continue
         parts = turns.blocks(item)
         kept = [p for p in parts if not _blank(p)]
-        if all(_hollow(p) for p in kept) and i < len(items) - 1:  # the last content stays: the turn being sent
+        # the last content stays, the turn being sent, unless a user content before it is that turn already
+        if all(_hollow(p) for p in kept) and (i < len(items) - 1 or (role == "user" and last == "user")):
             what = "content holding only empty or whitespace-only text" if parts else "content with no part"
             changes.append(Change(NAME, ctx.dialect.at(i), f"{what} removed", item.to_wire(), None))
             continue

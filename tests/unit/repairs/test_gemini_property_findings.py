@@ -175,3 +175,19 @@ def test_a_content_left_with_only_whitespace_once_its_response_moved_back_goes()
     assert got["contents"] == [*body["contents"][:2], both, *body["contents"][4:]]
     again, _ = run(got)
     assert again.status == "untouched"
+
+
+def test_a_last_content_left_with_only_whitespace_after_another_user_content_goes() -> None:
+    """The same split as the last content of the request: once its response moved back, the whitespace left after the
+    user content that now holds both responses goes too, as it will on the next turn, so this request is the start
+    of the next one."""
+    turn = [{"role": "user", "parts": [{"text": "read a.txt and b.txt"}]},
+            {"role": "model", "parts": [{**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"},
+                                        call("b.txt")]},
+            {"role": "user", "parts": [response("a.txt")]},
+            {"role": "user", "parts": [{"text": " "}, response("b.txt")]}]
+    _, now = run({"contents": turn})
+    _, later = run({"contents": [*turn, {"role": "model", "parts": [{"text": "Both read."}]},
+                                 {"role": "user", "parts": [{"text": "thanks"}]}]})
+    assert now["contents"] == [*turn[:2], {"role": "user", "parts": [response("a.txt"), response("b.txt")]}]
+    assert later["contents"][:3] == now["contents"]
