@@ -191,3 +191,21 @@ def test_a_last_content_left_with_only_whitespace_after_another_user_content_goe
                                  {"role": "user", "parts": [{"text": "thanks"}]}]})
     assert now["contents"] == [*turn[:2], {"role": "user", "parts": [response("a.txt"), response("b.txt")]}]
     assert later["contents"][:3] == now["contents"]
+
+
+def test_id_less_copies_are_counted_by_name() -> None:
+    """Two identical id-less reads and a shell call, each response sent twice in a row: the copies of each name go as
+    long as that name has more responses than calls, so both reads keep their answer and the shell call its own (a
+    budget counted over all names took the second read's answer for a copy and kept the shell call's copy)."""
+    shell = {"functionCall": {"name": "run_shell_command", "args": {"command": "ls"}}}
+    listed = {"functionResponse": {"name": "run_shell_command", "response": {"output": "a.txt"}}}
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt twice, then list"}]},
+        {"role": "model", "parts": [{**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"},
+                                    call("a.txt"), shell]},
+        {"role": "user", "parts": [response("a.txt"), response("a.txt"), response("a.txt"), response("a.txt"),
+                                   listed, listed]}]}
+    _, got = run(body)
+    assert got["contents"] == [*body["contents"][:2],
+                               {"role": "user", "parts": [response("a.txt"), response("a.txt"), listed]}]
+    assert gemini_rules.check(got) is None
