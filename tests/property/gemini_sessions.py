@@ -9,6 +9,9 @@ responses) — then the model's signed text answer. Calls carry ids the model ma
 ``read_file_<n>_<k>``), or none; two calls of a step may do the same thing (one file read twice), so their
 responses may be equal. Field names in camelCase, snake_case or mixed (proto3 JSON takes both).
 
+Memory (llmfix's reasoning store) hears some of the model's answers, streamed as Gemini streams them, and so knows
+the signatures it issued with their calls.
+
 A session is cut into chunks, each ending with the user content a client sends after: request N is chunks 0..N.
 Breakage is applied per chunk, so request N is still the start of request N+1, as a client that broke its history
 resends it broken:
@@ -65,6 +68,7 @@ class Session:
     ledger: SignatureLedger
     chunks: list[list[dict[str, Any]]] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
+    heard: list[list[dict[str, Any]]] = field(default_factory=list)  # the answers llmfix's memory heard stream by
 
     def body(self, turns: int | None = None) -> dict[str, Any]:
         contents = [c for chunk in self.chunks[:turns] for c in chunk]
@@ -97,11 +101,12 @@ def _image(k: _Spell, data: str) -> dict[str, Any]:
 @st.composite
 def sessions(draw: st.DrawFn, broken: bool = False) -> Session:
     """A session, valid (``broken=False``) or broken in one or more of :data:`BREAKAGES`."""
-    s = Session(draw(st.sampled_from(MODELS), label="model"), SignatureLedger())
+    s = Session(draw(st.sampled_from((*MODELS, MODELS[0])), label="model"), SignatureLedger())
     k = _Spell(draw, draw(st.sampled_from(("camel", "snake", "mixed")), label="spelling"))
     ids = draw(st.sampled_from(("none", "model", "client")), label="ids")
     if broken:
-        s.broken = draw(st.lists(st.sampled_from(BREAKAGES), min_size=1, max_size=3, unique=True), label="breakage")
+        s.broken = draw(st.lists(st.sampled_from((*BREAKAGES, "unsigned", "unsigned")), min_size=1, max_size=3,
+                                 unique=True), label="breakage")  # lost signatures: the commonest breakage
     images = iter(PNGS * 4)
     n = 0
     chunk: list[dict[str, Any]] = []
@@ -129,6 +134,10 @@ def sessions(draw: st.DrawFn, broken: bool = False) -> Session:
                     part[k("thoughtSignature")] = s.ledger.sign_call(name, args)
                 model_parts.append(part)
                 calls.append((name, args, cid))
+            if draw(st.booleans(), label="memory heard this answer"):  # as Gemini streamed it: camelCase
+                s.heard.append([{("functionCall" if key.startswith("function") else "thoughtSignature" if
+                                  key.startswith("thought") else key): value for key, value in p.items()}
+                                for p in copy.deepcopy(model_parts)])
             responses: list[list[dict[str, Any]]] = []  # each response with the parts that came with it
             for name, args, cid in calls:
                 fr: dict[str, Any] = {"name": name, "response": {"output": f"contents of {args['path']}"}}

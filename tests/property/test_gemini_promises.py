@@ -1,6 +1,6 @@
 """DESIGN §4 for Google Gemini's native API, under generated sessions (tests/property/gemini_sessions.py), each turn
 sent through ``engine.process`` as a client resends its history (one llmfix for the whole session, its prefix cache
-warm, as the addon runs it):
+warm, its memory holding the signatures of the answers it heard, as the addon runs it):
 
 - a valid history — what the strict mock's rules (tests/upstreams/gemini_rules.py) and its signature ledger
   (tests/upstreams/gemini_signatures.py) accept — leaves byte-identical, every turn;
@@ -29,6 +29,9 @@ from hypothesis import event, given
 from llmfix import engine
 from llmfix.body.media import digest
 from llmfix.dialects.registry import GEMINI
+from llmfix.memory.learn import StreamLearner
+from llmfix.memory.sqlite_reasoning import SqliteReasoningStore
+from llmfix.memory.store import upstream_id
 from tests.property import promises
 from tests.property.budget import BUDGET
 from tests.property.gemini_sessions import HOST, Session, path_of, sessions
@@ -36,6 +39,18 @@ from tests.upstreams import gemini_rules
 from tests.upstreams.gemini_rules import member, parts_of
 
 DROPPED_COPIES = "drop-repeated-responses"
+UPSTREAM = upstream_id(HOST, 443, "gemini")
+
+
+def hear(s: Session) -> SqliteReasoningStore:
+    """A reasoning memory that heard the session's answers llmfix saw streamed (dialects/gemini/learn.py)."""
+    store = SqliteReasoningStore(":memory:")
+    for parts in s.heard:
+        learner = StreamLearner("gemini", lambda _: None, on_reasoning=store.note, upstream=UPSTREAM)
+        event_ = {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]}
+        learner.feed(b"data: " + orjson.dumps(event_) + b"\r\n\r\n")
+        learner.feed(b"")
+    return store
 
 
 def send(settings: engine.Settings, s: Session, raw: bytes, flow: str) -> engine.Outcome:
@@ -123,6 +138,7 @@ def check_turn(settings: engine.Settings, s: Session, turns: int) -> list[Any]:
     raw, sent = s.raw(turns), s.body(turns)
     outcome = send(settings, s, raw, f"t{turns}")
     event(f"{'+'.join(outcome.repairs) or 'untouched'}")
+    event(f"signatures from memory: {'some' if any('from memory' in c.summary for c in outcome.changes) else 'none'}")
     out, got = promises.body_of(raw, outcome)
     nothing_lost(sent, got, outcome)
     assert {k: v for k, v in got.items() if k != "contents"} == {k: v for k, v in sent.items() if k != "contents"}
@@ -136,7 +152,7 @@ def check_turn(settings: engine.Settings, s: Session, turns: int) -> list[Any]:
 @BUDGET
 @given(s=sessions())
 def test_a_valid_history_leaves_byte_identical(s: Session) -> None:
-    settings = engine.Settings()
+    settings = engine.Settings(reasoning=hear(s))
     for turns in range(1, len(s.chunks) + 1):
         body = s.body(turns)
         assert rejection(s, body) is None, "the generator made a history the strict mock refuses"
@@ -150,7 +166,8 @@ def test_a_valid_history_leaves_byte_identical(s: Session) -> None:
 @given(s=sessions(broken=True))
 def test_a_broken_history_loses_nothing_and_is_accepted_turn_after_turn(s: Session) -> None:
     event(f"broken: {'+'.join(sorted(s.broken))}")
-    fast, whole = engine.Settings(), engine.Settings(prefix=None)
+    store = hear(s)
+    fast, whole = engine.Settings(reasoning=store), engine.Settings(reasoning=store, prefix=None)
     previous: list[Any] | None = None
     for turns in range(1, len(s.chunks) + 1):
         contents = check_turn(fast, s, turns)
