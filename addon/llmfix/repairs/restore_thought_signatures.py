@@ -1,4 +1,4 @@
-"""restore-thought-signatures: the first call of each step of a Gemini request carries the thought signature it needs.
+"""restore-thought-signatures: each step of a Gemini request's current turn carries the thought signature it needs.
 
 Bug — Gemini 3 issues an opaque ``thoughtSignature`` with the first function call of each step, and refuses a request
 whose current turn (the contents after the latest user content holding text and no function response) holds a step
@@ -14,21 +14,18 @@ Google login to an API key), ``Thought signature is not valid`` (Vertex).
 Repair, on a Gemini 3 model (named ``gemini-3…`` or later), on an upstream whose profile says so
 (``gemini_thought_signatures``, also taught by the first refusal), and wherever an upstream refused signatures:
 
-- the first call of each model content with calls that has no signature gets the one the model issued with it,
-  byte for byte, from llmfix's memory of the answers (dialects/gemini/learn.py: found by the upstream, the step's
-  calls — names and arguments — and the call's place); failing that, Google's documented stand-in
+- the first call of each model content in the current turn that has no signature gets the one the model issued with
+  it, byte for byte, from llmfix's memory of the answers (dialects/gemini/learn.py: found by the upstream, the
+  step's calls — names and arguments — and the call's place); failing that, Google's documented stand-in
   ``skip_thought_signature_validator`` ("you can set … dummy signatures … to skip validation", the FAQ of the page
-  above; what gemini-cli writes into its own history when it has none). Older turns too: Gemini checks only the
-  current turn, but a step given a signature while its turn was current must keep it once the turn is over, or the
-  next request would differ from this one there and miss the prompt cache (older turns may carry signatures:
-  gemini-cli keeps the stand-in in its history);
+  above; what gemini-cli writes into its own history when it has none);
 - a signature this upstream refused (dialects/gemini/signature_facts.py) is removed wherever it is — older turns
-  need none ("we don't validate on previous turns", the same page) — and the first calls then get the remembered
-  one or the stand-in as above.
+  need none ("we don't validate on previous turns", the same page) — and the current turn's first calls then get
+  the remembered one or the stand-in as above.
 
 A signature the request carries is never replaced unless its upstream refused it; calls after the first of a step
-stay unsigned, as the model sent them; a history whose steps all carry one leaves byte-identical. The log shows a
-signature as its length and digest, never its value.
+stay unsigned, as the model sent them; older turns keep whatever they have. The log shows a signature as its length
+and digest, never its value.
 """
 
 from __future__ import annotations
@@ -59,11 +56,25 @@ def _gemini3(model: str | None) -> bool:
     return found is not None and int(found.group(1)) >= 3
 
 
+def _starts_turn(item: Any) -> bool:
+    """A user content holding text and no function response: where the current turn begins (gemini-cli's own test,
+    ``packages/core/src/core/geminiChat.ts``: a response merged with the next prompt does not begin one, and taking
+    it for a beginning would leave earlier calls of the turn unchecked)."""
+    if not isinstance(item, gw.Content) or item.role not in (None, "user"):
+        return False
+    parts = item.parts or ()
+    return any(isinstance(p, gw.TextPart) for p in parts) and not any(isinstance(p, gw.ResponsePart) for p in parts)
+
+
 def _steps(items: list[Any], start: int) -> list[int]:
-    """Indexes of ``items[start:]``'s model contents with calls: the steps, of every turn (a step given a signature
-    while it was in the current turn keeps it once the turn is over, so each request starts with the bytes of the
-    one before it: prompt caches keep hitting)."""
-    return [i for i in range(start, len(items)) if isinstance(items[i], gw.Content) and items[i].role == "model"
+    """Indexes of ``items[start:]``'s model contents with calls that are in the current turn (``items[start:]`` the
+    newest of a longer list: a turn beginning before ``start`` still holds them)."""
+    begin = start
+    for i in range(len(items) - 1, start - 1, -1):
+        if _starts_turn(items[i]):
+            begin = i + 1
+            break
+    return [i for i in range(begin, len(items)) if isinstance(items[i], gw.Content) and items[i].role == "model"
             and items[i].calls()]
 
 
@@ -129,7 +140,7 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
             how = (f"the one {record.upstream or 'the upstream'} issued with it, from memory" if value else
                    f"Google's stand-in {DUMMY!r} (no signature of this step in memory)")
             changes.append(Change(NAME, f"{ctx.dialect.at(i)}.parts[{first}].thoughtSignature",
-                                  f"{call.noun()}, first call of a step: signature {why}, "
+                                  f"{call.noun()}, first call of a step of the current turn: signature {why}, "
                                   f"given {how}", shown(had), shown(value) if value else DUMMY))
         if parts != list(item.parts):
             out[i] = evolve(item, parts=parts)
@@ -143,8 +154,8 @@ class _Marked:
 
 def _extend(state: _Marked | None, items: list[Any], start: int, ctx: Context) -> _Marked | None:
     """Certain that nothing changes: no new signature is refused, the upstream refused nothing since the prefix was
-    settled (its marker), and every step of the new items has its signature (the prefix's had theirs when it was
-    settled)."""
+    settled (its marker), and every step of the new items that is in the current turn has its signature (a step of
+    the prefix was in the current turn when it was settled, and had one then)."""
     refused, marker = _refused(ctx, items, start)
     if refused or (state is not None and marker != state.marker):
         return None

@@ -43,32 +43,6 @@ def test_a_repaired_history_with_a_multimodal_function_response_is_sent_with_its
         assert gemini_rules.check(got) is None
 
 
-def test_a_signature_given_in_the_current_turn_stays_once_the_turn_is_over() -> None:
-    """A client that lost its signatures: the stand-in given to a step while its turn was current is still there on
-    the next turn's request, so that request starts with the bytes of the one before (the prompt cache keeps
-    hitting), and the strict mock still takes it (older turns are not validated, dummies pass)."""
-    turn = [{"role": "user", "parts": [{"text": "read a.txt"}]},
-            {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}}]},
-            {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"output": "A"}}}]}]
-    _, first = run({"contents": turn})
-    later = [*turn, {"role": "model", "parts": [{"text": "It says A."}]},
-             {"role": "user", "parts": [{"text": "thanks"}]}]
-    _, second = run({"contents": later})
-    assert first["contents"][1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
-    assert second["contents"][: len(first["contents"])] == first["contents"]
-    assert gemini_rules.check(second) is None
-
-
-def test_a_history_that_kept_its_signatures_leaves_untouched_in_every_turn() -> None:
-    """The signed history leaves byte-identical, its older turns included."""
-    signed = {"functionCall": {"name": "read_file", "args": {"path": "a.txt"}}, "thoughtSignature": "c2lnbmVk"}
-    body = {"contents": [{"role": "user", "parts": [{"text": "read a.txt"}]}, {"role": "model", "parts": [signed]},
-                         {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {}}}]},
-                         {"role": "model", "parts": [{"text": "done"}]}, {"role": "user", "parts": [{"text": "ok"}]}]}
-    out, _ = run(body)
-    assert (out.status, out.body) == ("untouched", None)
-
-
 def test_an_orphan_snake_case_response_with_its_own_parts_is_kept_as_text_with_its_image() -> None:
     """A ``function_response`` (snake_case, proto3 JSON takes it) that answers no call is kept as text naming it, and
     the image it held comes with it as a part of the content (the repair used to raise on the untyped part)."""
