@@ -183,3 +183,19 @@ def test_id_less_copies_are_counted_by_name() -> None:
     assert got["contents"] == [*body["contents"][:2],
                                {"role": "user", "parts": [response("a.txt"), response("a.txt"), listed]}]
     assert gemini_rules.check(got) is None
+
+
+def test_an_empty_text_between_a_response_and_its_image_does_not_hide_its_copy() -> None:
+    """A resumed client's repeated responses, the first one's image after an empty text part: the empty part goes
+    first, so the second response with the same image is seen as the copy it is and goes, and each call keeps its own
+    response (else the copy answered the second call and that call's response was kept only as text)."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt and b.txt"}]},
+        {"role": "model", "parts": [{**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"},
+                                    call("b.txt")]},
+        {"role": "user", "parts": [response("a.txt"), {"text": ""}, image(), response("a.txt"), image(),
+                                   response("b.txt")]}]}
+    _, got = run(body)
+    assert got["contents"] == [*body["contents"][:2],
+                               {"role": "user", "parts": [response("a.txt"), image(), response("b.txt")]}]
+    assert gemini_rules.check(got) is None
