@@ -21,7 +21,8 @@ resends it broken:
   "Pairing and placement"), the copies after the originals or each right after its original;
 - ``split``: a step's responses split over several user contents (NousResearch/hermes-agent PR #22261);
 - ``missing``: a response never written (an interrupted tool);
-- ``blank``: empty or whitespace-only text parts, and contents holding only those, among the others;
+- ``blank``: empty or whitespace-only text parts, and contents holding only those, among the others (right before
+  an image, only an empty one);
 - ``bridge``: a model text content right before a call turn (a turn cut short, a loop-detection request);
 - ``headless``: the history opens with a call turn (a compaction cut the user content before it).
 """
@@ -193,7 +194,11 @@ def _break_all(draw: st.DrawFn, s: Session, k: _Spell) -> None:
             for content in chunk:
                 if draw(st.integers(0, 2)) == 0:
                     at = draw(st.integers(0, len(content["parts"])))
-                    content["parts"].insert(at, {"text": draw(st.sampled_from(BLANKS))})
+                    before_media = at < len(content["parts"]) and any(
+                        m in content["parts"][at] for m in ("inlineData", "inline_data"))
+                    # whitespace between a response and its image detaches the image (a copy then looks different
+                    # from its original: kept, and the surplus kept as text); an empty part there goes first
+                    content["parts"].insert(at, {"text": "" if before_media else draw(st.sampled_from(BLANKS))})
             if len(chunk) > 1 and draw(st.booleans()):  # a content of blanks, never the last one sent
                 at = draw(st.integers(0, len(chunk) - 1))
                 chunk.insert(at, {"role": draw(st.sampled_from(("user", "model"))),
