@@ -7,21 +7,23 @@ that turn and every later one, whatever the user types (the same text: google-ge
 #21830, "can't recover from"). Seen with the real client in tests/e2e/test_gemini_cli.py; repaired with it in
 tests/e2e/test_gemini_cli_llmfix.py (the resumed turn answered, one response per call reaching Gemini).
 
-Repair: in a user content, a ``functionResponse`` part that repeats an earlier one of the same content exactly — the
-same id, name and response — and carries the same parts after it (its image, compared by hash) as that one did goes,
-with those parts: they are a copy, so nothing is lost. Without ids two equal responses may answer two calls that did
-the same (one file read twice), so an id-less copy goes only while the content holds more responses than the call
-turn before it made calls, the last copies first. A response that differs in anything stays, for pair-tool-calls
-to keep as text naming its call. Nothing else changes.
+Repair: among the user contents after a call turn (one, as Gemini wants it, or several, as a client may split them:
+NousResearch/hermes-agent PR #22261), a ``functionResponse`` part that repeats an earlier one exactly — the same
+id, name and response — and carries the same parts after it (its image, compared by hash) as that one did goes, with
+those parts: they are a copy, so nothing is lost. Without ids two equal responses may answer two calls that did the
+same (one file read twice), so an id-less copy goes only while those contents hold more responses of its name than
+the call turn made calls of that name, the last copies first. A response that differs in anything stays, for
+pair-tool-calls to keep as text naming its call. A content that held nothing but copies goes whole. Nothing else
+changes.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import orjson
 
-from llmfix.repairs import settled
 from llmfix.repairs.base import Context, Repair
 from llmfix.report.changes import Change
 from llmfix.wire.base import Media, Wire
@@ -35,14 +37,23 @@ def _sameness(part: Any, attached: list[Any]) -> bytes:
     return orjson.dumps([part.to_wire(), media], option=orjson.OPT_SORT_KEYS)
 
 
-def _item(i: int, item: Any, ctx: Context, calls_before: int) -> tuple[Any, Change | None]:
+class _Run:
+    """The user contents after one call turn: what their responses are, in order, and which are copies."""
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        self.named: Counter[str] = Counter()  # responses by name
+        self.copies: list[tuple[int, int, int, bool, str]] = []  # (content, first part, how many, has an id, name)
+
+
+def _user(item: Any, ctx: Context) -> bool:
     turns = ctx.dialect.turns
-    if turns is None or not isinstance(item, Wire) or turns.role(item) != "user":
-        return item, None
-    parts = turns.blocks(item)
-    excess = sum(1 for p in parts if turns.is_result(p)) - calls_before
-    seen: set[bytes] = set()
-    copies: list[tuple[int, int, bool]] = []  # (first part, how many, whether it has an id)
+    return turns is not None and isinstance(item, Wire) and turns.role(item) == "user"
+
+
+def _scan(run: _Run, i: int, parts: list[Any], ctx: Context) -> None:
+    turns = ctx.dialect.turns
+    assert turns is not None
     k = 0
     while k < len(parts):
         if not turns.is_result(parts[k]):
@@ -50,41 +61,84 @@ def _item(i: int, item: Any, ctx: Context, calls_before: int) -> tuple[Any, Chan
             continue
         n = 1 + turns.attached(parts, k)
         key = _sameness(parts[k], parts[k + 1 : k + n])
-        if key in seen:
-            copies.append((k, n, parts[k].result_id() is not None))
-        seen.add(key)
+        name = parts[k].name()
+        run.named[name] += 1
+        if key in run.seen:
+            run.copies.append((i, k, n, parts[k].result_id() is not None, name))
+        run.seen.add(key)
         k += n
-    # an id-less copy goes only while there are more responses than calls, and from the end: the first responses
-    # keep their place, so the n-th response named N still answers the n-th call named N
-    spare = max(0, excess - sum(1 for c in copies if c[2]))
-    idless = [c for c in copies if not c[2]]
-    late = set(idless[len(idless) - spare:]) if spare else set()
-    gone = [(k, n) for k, n, has_id in copies if has_id or (k, n, has_id) in late]
-    if not gone:
-        return item, None
+
+
+def _gone(run: _Run, made: Counter[str]) -> set[tuple[int, int, int]]:
+    """The copies that go: each with an id; id-less ones only while their name has more responses than the call turn
+    made calls of it, and from the end: the first responses keep their place, so the n-th response named N still
+    answers the n-th call named N."""
+    gone = {(i, k, n) for i, k, n, has_id, _ in run.copies if has_id}
+    for name in {c[4] for c in run.copies}:
+        with_id = sum(1 for c in run.copies if c[3] and c[4] == name)
+        spare = max(0, run.named[name] - made[name] - with_id)
+        idless = [(i, k, n) for i, k, n, has_id, nm in run.copies if not has_id and nm == name]
+        gone |= set(idless[len(idless) - spare :]) if spare else set()
+    return gone
+
+
+def _without(i: int, item: Any, ctx: Context, gone: list[tuple[int, int]]) -> tuple[Any, Change]:
+    turns = ctx.dialect.turns
+    assert turns is not None
+    parts = turns.blocks(item)
     drop = {j for k, n in gone for j in range(k, k + n)}
     kept = [p for j, p in enumerate(parts) if j not in drop]
     where = ", ".join(f"{ctx.dialect.at(i)}.parts[{k}]" + (f"…[{k + n - 1}]" if n > 1 else "") for k, n in gone)
-    summary = (f"{len(gone)} {turns.RESULT} part(s) repeating an earlier one of this content exactly (with "
+    summary = (f"{len(gone)} {turns.RESULT} part(s) repeating an earlier one after the same call turn exactly (with "
                f"{sum(n - 1 for _, n in gone)} part(s) after them) removed: a copy")
-    return turns.with_blocks(item, kept), Change(NAME, where, summary, [parts[j].to_wire() for j in sorted(drop)])
+    if not kept:  # it held nothing but copies: it goes whole (Gemini refuses a content without parts)
+        summary += "; the content, left with no part, removed"
+    return turns.with_blocks(item, kept) if kept else None, Change(NAME, where, summary,
+                                                                   [parts[j].to_wire() for j in sorted(drop)])
 
 
 def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
-    if ctx.dialect.turns is None:
+    turns = ctx.dialect.turns
+    if turns is None:
         return items, []
-    calls: dict[int, int] = {}
+    made: dict[int, Counter[str]] = {}
     for c in ctx.dialect.tools.calls(items):
-        calls[c.index] = calls.get(c.index, 0) + 1
+        made.setdefault(c.index, Counter())[c.name] += 1
     out: list[Any] = []
     changes: list[Change] = []
-    for i, item in enumerate(items):
-        new, change = _item(i, item, ctx, calls.get(i - 1, 0))
-        out.append(new)
-        if change is not None:
+    i = 0
+    while i < len(items):
+        if not _user(items[i], ctx):
+            out.append(items[i])
+            i += 1
+            continue
+        end = i
+        run = _Run()
+        while end < len(items) and _user(items[end], ctx):
+            _scan(run, end, turns.blocks(items[end]), ctx)
+            end += 1
+        gone = _gone(run, made.get(i - 1, Counter()))
+        for j in range(i, end):
+            here = sorted((k, n) for x, k, n in gone if x == j)
+            if not here:
+                out.append(items[j])
+                continue
+            new, change = _without(j, items[j], ctx, here)
             changes.append(change)
+            if new is not None:
+                out.append(new)
+        i = end
     return (out, changes) if changes else (items, [])
 
 
-REPAIR = Repair(NAME, _apply, needles={"gemini": (b"unctionResponse", b"unction_response")},
-                extend=settled.local(_apply))
+def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:
+    """Certain when nothing changes in the new items, judged with the user contents before them that answer the same
+    call turn, and that call turn (a copy may repeat a response the prefix holds)."""
+    begin = start
+    while begin > 0 and _user(items[begin - 1], ctx):
+        begin -= 1
+    _out, changes = _apply(items[max(0, begin - 1) :], ctx)
+    return None if changes else ()
+
+
+REPAIR = Repair(NAME, _apply, needles={"gemini": (b"unctionResponse", b"unction_response")}, extend=_extend)

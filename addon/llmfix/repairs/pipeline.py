@@ -28,11 +28,14 @@ conversation without it. drop-empty-text comes right after it, on what it left: 
 they leave empty go before the pairing repairs look for a tool_use's results in the next message (an empty
 assistant turn between a tool_use and its results splits them); it runs again right after pair-tool-calls, which
 keeps an orphan result's content, a blank text block included, as text of a user message.
-Gemini: drop-repeated-responses and order-gemini-turns come right before pair-tool-calls, so that it pairs what is
-left once copies of a response, empty parts and contents are gone and every call turn follows a user content (a
-blank content between a call turn and its responses would split them); restore-thought-signatures comes after
-pairing, when the contents are where they will be sent (which calls are in the current turn depends on where the
-user contents are), and it only sets a field of a call part, which no later repair looks at.
+Gemini: order-gemini-turns and drop-repeated-responses come right before pair-tool-calls, so that it pairs what is
+left once empty parts and contents, and copies of a response, are gone and every call turn follows a user content (a
+blank content between a call turn and its responses would split them); order-gemini-turns first, so that an empty
+text between a response and its image no longer hides that a later response with the same image is its copy; and
+order-gemini-turns again after pairing (a user content whose responses it moved back to their call turn may be left
+with a whitespace-only text, which goes then);
+restore-thought-signatures comes after pairing, when the contents are where they will be sent, and it only sets a
+field of a call part, which no later repair looks at.
 restore-reasoning-content comes right after pair-tool-calls: which assistant messages need their reasoning depends
 on where the user messages are (untangle-tool-run moves Droid's out of tool runs), and it only adds a field to
 assistant messages, which no later repair looks at.
@@ -76,10 +79,11 @@ PIPELINE: tuple[Repair, ...] = (
     restore_tool_media.REPAIR,
     restore_text_media.REPAIR,
     untangle_tool_run.REPAIR,
-    drop_repeated_responses.REPAIR,
     order_gemini_turns.REPAIR,
+    drop_repeated_responses.REPAIR,
     pair_tool_calls.REPAIR,
     drop_empty_text.REPAIR,  # again: what pair-tool-calls moved out of an orphan result
+    order_gemini_turns.REPAIR,  # again: a content pair-tool-calls moved the responses out of, left with a blank text
     restore_reasoning_content.REPAIR,
     restore_tool_call_signatures.REPAIR,
     restore_thought_signatures.REPAIR,

@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from llmfix.dialects.gemini import wire as gw
 from llmfix.wire.base import Media, evolve
 
 CALL = "functionCall"
 RESULT = "functionResponse"
 MISSING = "a response saying so"
+_PART: TypeAdapter[Any] = TypeAdapter(gw.Part)
 
 
 def role(item: Any) -> str | None:
@@ -54,4 +57,7 @@ def attached(parts: list[Any], k: int) -> int:
 def result_as_blocks(block: Any, label: str) -> list[Any]:
     response = gw.member(block.response(), "response")
     text = json.dumps(response, ensure_ascii=False) if response is not None else ""
-    return [gw.TextPart(text=f"{label}\n{text}" if text else label), *(block.held() or ())]
+    held = block.held()  # a snake_case function_response holds its parts as they came: typed as a content's are
+    parts = [p if isinstance(p, gw.Wire) else _PART.validate_python(p)
+             for p in (held if isinstance(held, list) else ()) if isinstance(p, (gw.Wire, dict))]
+    return [gw.TextPart(text=f"{label}\n{text}" if text else label), *parts]
