@@ -911,7 +911,10 @@ def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes]
     recall = Recall(SqliteStore(tmp / "engine-memory.sqlite3"))
     settings = options.with_state(options.parse_settings(opts), recall, window)
 
-    def make(dialect: str, host: str, body: bytes) -> Any:
+    def make(dialect: str, host: str, body: bytes, path: str | None = None) -> Any:
+        """``path``: what the proxy reads from it too (Gemini's model, its countTokens), as ``engine.request``."""
+        if path is not None:
+            return engine.request(named(dialect), host, 443, path.split("?")[0], body, None, uuid.uuid4().hex)
         return engine.Request(named(dialect), host, 443, body, None, uuid.uuid4().hex)
 
     def process(req: Any, first_sight: bool = False) -> Any:

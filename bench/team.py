@@ -29,7 +29,7 @@ def cell(b: Any, key: str, quick: bool = False) -> None:
     url = f"http://{w.host}{workloads.PATH[w.dialect]}"
     mark = len(b.rows)
     t0 = time.perf_counter()
-    res = b.request_cell(key, w.title + ", no repair", url, w.request, n, w.warmups, target)
+    res = b.request_cell(key, w.title + ", no repair", url, w.request, n, w.warmups, target, apart=w.apart)
     del b.rows[mark:]  # request_cell's rows put a ratio target on latency: this table's own follow
     by = res["by"]
     cpu = {lb: by[lb]["cpu_ms_per_req"] for lb in by}

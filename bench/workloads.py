@@ -21,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import bodies
+import gemini
 import orjson
 
 KEY = {"responses": "input", "chat": "messages", "messages": "messages"}
-PATH = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
+PATH = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages",
+        "gemini": gemini.PATH}
 
 
 def _split(base: bytes, key: str) -> tuple[bytes, bytes, list[dict]]:
@@ -110,6 +112,7 @@ class Workload:
     n: int
     sessions: int = 1
     first_sight: bool = False  # every measured request is one llmfix has never seen
+    apart: Callable[[int], bool] | None = None  # measured-cell requests sent but not counted (a new session's first)
 
 
 def many(dialect: str, sessions: int, size: int = bodies.MB, rounds: int = 1) -> Workload:
@@ -201,6 +204,21 @@ def first_sight(dialect: str, size: int = bodies.MB, n: int = 40) -> Workload:
     return w
 
 
+def gemini_appending(size: int = bodies.MB) -> Workload:
+    """One Gemini CLI session (``bench/gemini.py``), each request the one before plus one tool round trip (a
+    signed ``functionCall``, its ``functionResponse``), as the sweep's appending cells: the warm-ups are its
+    earlier turns, a new session starts every ~10 % of growth and its first request is set apart."""
+    session = gemini.Appending(size, first=600_000)
+    return Workload("hist_gemini_1m", "Gemini CLI session of 1 MB, appending", "gemini", gemini.HOST, session,
+                    gemini.Appending.EARLIER, 60, apart=session.starts)
+
+
+def gemini_first(size: int = bodies.MB, n: int = 40) -> Workload:
+    """Gemini CLI sessions llmfix has never seen: every request the first of its own session."""
+    return Workload("first_gemini_1m", "Gemini CLI 1 MB, first sight (a session not seen before)", "gemini",
+                    gemini.HOST, gemini.first_sight(size, first=500_000), 3, n, first_sight=True)
+
+
 def _host(dialect: str) -> str:
     return "api.anthropic.com" if dialect == "messages" else "api.openai.com"
 
@@ -217,5 +235,7 @@ TEAM: dict[str, Callable[[], Workload]] = {
     "first_responses_1m": lambda: first_sight("responses"),
     "first_chat_1m": lambda: first_sight("chat"),
     "first_messages_1m": lambda: first_sight("messages"),
+    "hist_gemini_1m": lambda: gemini_appending(),
+    "first_gemini_1m": lambda: gemini_first(),
 }
 """The workloads by cell key (built on demand: the 256-session ones hold 256 histories)."""
