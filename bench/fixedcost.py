@@ -8,7 +8,8 @@ Requests that need no repair, each workload through bare / llmfix / control alte
 - *many*: 64 interleaved sessions of 1 MB (Chat, Responses: the team cells);
 - *regenerated*: one Codex session of 1 MB whose last turn — reasoning item, call, output — comes with new ids
   and a new encrypted content on every request (``workloads.regenerated``);
-- *first sight*: every request the first of a session llmfix has not seen (Codex, Chat, 1 MB).
+- *first sight*: every request the first of a session llmfix has not seen (Codex, Chat, 1 MB);
+- Gemini CLI (native Gemini API, ``bench/gemini.py``): an appending 1 MB session and its first sight.
 
 Targets: appending, many and regenerated ≤ 1.15 × bare proxy CPU per request and ≤ bare + 2 ms median latency;
 first sight ≤ 2 × bare CPU and ≤ bare + 8 ms median latency per MB of body.
@@ -26,6 +27,7 @@ KIND = {
     "team_chat_64": "many", "team_responses_64": "many",
     "regen_responses_1m": "regenerated",
     "first_responses_1m": "first sight", "first_chat_1m": "first sight",
+    "hist_gemini_1m": "appending", "first_gemini_1m": "first sight",
 }
 CELLS = tuple(KIND)
 """The group's cells, in the order the table lists them."""
@@ -41,7 +43,11 @@ WHAT = {
     "regen_responses_1m": "Codex Responses 1 MB, last turn (reasoning, call, output) regenerated each request",
     "first_responses_1m": "Codex Responses 1 MB, first sight",
     "first_chat_1m": "Chat 1 MB, first sight",
+    "hist_gemini_1m": "Gemini CLI appending session, 1 MB (signed functionCall + functionResponse each turn)",
+    "first_gemini_1m": "Gemini CLI 1 MB, first sight",
 }
+GEMINI = ("hist_gemini_1m", "first_gemini_1m")
+"""The ``gemini`` group (``--only gemini``): the native Gemini API cells alone, printed in this group's table."""
 
 
 def targets(kind: str, body_bytes: int) -> tuple[float, float]:

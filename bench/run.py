@@ -88,11 +88,13 @@ GROUPS = {"sweep": SWEEP, "sweep_quick": ("hist_responses_200k", "hist_responses
                                           "hist_chat_1m", "hist_img10m3")}
 # a team's proxy: many interleaved sessions, edited tails, first sights (bench/workloads.py)
 TEAM = tuple(workloads.TEAM)
-TEAM_GROUPS = {"team": TEAM, "team_many": tuple(k for k in TEAM if k.startswith("team_")),
+TEAM_GROUPS = {"team": tuple(k for k in TEAM if k not in fixedcost.GEMINI),
+               "team_many": tuple(k for k in TEAM if k.startswith("team_")),
                "team_edit": tuple(k for k in TEAM if k.startswith("edit_")),
-               "team_first": tuple(k for k in TEAM if k.startswith("first_"))}
+               "team_first": tuple(k for k in TEAM if k.startswith("first_") and k not in fixedcost.GEMINI)}
 # the fixed cost on requests that need no repair, with each kind's targets beside it (bench/fixedcost.py)
 FIXEDCOST_GROUP = "fixedcost"
+GEMINI_GROUP = "gemini"  # its two cells (native Gemini API) in the fixed-cost table alone
 
 
 # ------------------------------------------------------------------------------------------- modes
@@ -1010,7 +1012,8 @@ def main(argv: list[str] | None = None) -> int:
                          "hist_engine, sweep_quick = five of them);\na team's proxy: " + ", ".join(TEAM) +
                          "\n(groups: team = all of them and team_engine; team_many, team_edit, team_first);\n"
                          "fixedcost = " + ", ".join(fixedcost.CELLS) + "\n(appending, many sessions, regenerated "
-                         "last turn, first sight; its own table and targets)")
+                         "last turn, first sight, Gemini CLI; its own table and targets);\n"
+                         "gemini = " + ", ".join(fixedcost.GEMINI) + " (in the fixedcost table alone)")
     ap.add_argument("--addon", type=Path, default=ROOT / "addon", metavar="DIR",
                     help="the addon directory to measure (default: addon/); point it at a scratch copy\n"
                          "with a proposed change to measure it against bare mitmdump the same way")
@@ -1019,8 +1022,10 @@ def main(argv: list[str] | None = None) -> int:
     FIX_SCRIPT = args.addon.resolve() / "fix.py"
     sys.path.insert(0, str(args.addon.resolve()))  # the in-process cells import this llmfix
     only = frozenset(filter(None, args.only.split(",")))
-    fixed_only = only == {FIXEDCOST_GROUP}  # print the group's own table alone
-    fixed_asked = FIXEDCOST_GROUP in only
+    fixed_only = only == {FIXEDCOST_GROUP} or only == {GEMINI_GROUP}  # print the group's own table alone
+    fixed_asked = FIXEDCOST_GROUP in only or GEMINI_GROUP in only
+    if GEMINI_GROUP in only:
+        only = (only - {GEMINI_GROUP}) | set(fixedcost.GEMINI)
     if FIXEDCOST_GROUP in only:
         only = (only - {FIXEDCOST_GROUP}) | set(fixedcost.CELLS)
     for group, members in GROUPS.items():

@@ -12,6 +12,8 @@ bytes>`` so the bench can tell a repaired body, by:
   ``response.completed``;
 - a path ending in ``/responses``, ``/chat/completions`` or ``/messages``: a small JSON answer of
   that dialect with no tool calls;
+- a Gemini path (``…:generateContent``: JSON; ``…:streamGenerateContent``: one SSE event, ``data: …``, with a
+  content-length): a small Gemini answer, one text part, no function call;
 - anything else: ``{"ok":true}``.
 """
 
@@ -32,6 +34,10 @@ _JSON = {
         {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]}),
     "messages": orjson.dumps({"id": "msg_bench", "type": "message", "role": "assistant",
                               "content": [{"type": "text", "text": "ok"}]}),
+    "gemini": orjson.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]},
+                                            "finishReason": "STOP", "index": 0}],
+                            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+                            "modelVersion": "gemini-3.1-pro-preview", "responseId": "bench"}),
     "other": b'{"ok":true}',
 }
 
@@ -77,8 +83,15 @@ class Handler(BaseHTTPRequestHandler):
             self._sse(int(q["sse"][0]), float(q.get("gap_ms", ["10"])[0]) / 1000)
             return
         p = url.path.rstrip("/")
+        if p.endswith(":streamGenerateContent"):
+            body = b"data: " + _JSON["gemini"] + b"\r\n\r\n"
+            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-bench-received: %d\r\n"
+                             b"content-length: %d\r\n\r\n%s" % (received, len(body), body))
+            return
+        if p.endswith(":generateContent"):
+            p = "/gemini"
         kind = next((k for k, s in (("responses", "/responses"), ("chat", "/chat/completions"),
-                                    ("messages", "/messages")) if p.endswith(s)), "other")
+                                    ("messages", "/messages"), ("gemini", "/gemini")) if p.endswith(s)), "other")
         body = _JSON[kind]
         self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-bench-received: %d\r\n"
                          b"content-length: %d\r\n\r\n%s" % (received, len(body), body))
