@@ -80,7 +80,7 @@ def load(key: str, quick: bool, n: int | None) -> Load:
                     min(5, count), count, session.starts)
     w = workloads.TEAM[key]()
     count = n or (min(w.n, 24) if quick and w.sessions == 1 else w.n)
-    return Load(key, w.title, f"http://{w.host}{workloads.PATH[w.dialect]}", w.request, w.warmups, count, None)
+    return Load(key, w.title, f"http://{w.host}{workloads.PATH[w.dialect]}", w.request, w.warmups, count, w.apart)
 
 
 def start(tmp: Path, upstream_port: int, fix: Path) -> dict[str, run.Proxy]:
