@@ -53,7 +53,7 @@ def measure(key: str, count: int | None, profile: cProfile.Profile | None = None
     """Thread CPU of ``engine.process`` per measured request of workload ``key`` (``factory``: how to build
     the engine, default bench/run.py's ``_engine``; ``build``: how many of the measured bodies to build before
     measuring, at least the measured count)."""
-    w = workloads.TEAM[key]()
+    w = {**workloads.TEAM, **workloads.APPENDING}[key]()
     with tempfile.TemporaryDirectory(prefix="llmfix-engine-cost-") as tmp:
         process, make = (factory or engine)(Path(tmp))
         import orjson
@@ -88,7 +88,7 @@ def measure(key: str, count: int | None, profile: cProfile.Profile | None = None
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    ap.add_argument("cells", nargs="+", choices=sorted(workloads.TEAM))
+    ap.add_argument("cells", nargs="+", choices=sorted({*workloads.TEAM, *workloads.APPENDING}))
     ap.add_argument("--measure", type=int, default=None, help="measured requests (default: the workload's own)")
     ap.add_argument("--cprofile", type=Path, default=None, help="write a cProfile of the measured requests here")
     ap.add_argument("--bare", action="store_true", help="orjson.loads instead of engine.process (for scale)")
