@@ -180,21 +180,23 @@ class RecallOnce:
 
     def __init__(self, base: ReasoningStore) -> None:
         self.base = base
-        self._got: dict[tuple[str, str], Reasoning | None] = {}
+        self._got: dict[str, dict[str, Reasoning | None]] = {}  # kind → key → its record (None: not held)
 
     def note(self, records: Iterable[Reasoning]) -> int:
         self._got.clear()  # what is noted is read again
         return self.base.note(records)
 
     def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
-        got = self._got
-        asked = list(dict.fromkeys(k for k in keys if isinstance(k, str)))  # no store holds another key
-        missing = [k for k in asked if (kind, k) not in got]
+        got = self._got.get(kind)
+        if got is None:
+            got = self._got[kind] = {}
+        keys = list(keys)
+        missing = [k for k in keys if k not in got and isinstance(k, str)]  # no store holds another key
         if missing:
             found = self.base.recall(kind, missing)
             for k in missing:
-                got[kind, k] = found.get(k)
-        return {k: r for k in asked if (r := got[kind, k]) is not None}
+                got[k] = found.get(k)
+        return {k: r for k in keys if (r := got.get(k)) is not None}
 
     def close(self) -> None:
         """Nothing of its own: ``base`` is the addon's."""
