@@ -14,6 +14,14 @@ built before the first is measured: the same bodies built in both runs), and tak
         bench/engine_cost.py --measure $m --build 8 first_messages_1m; done
     (the "summary:" line of each output file is its total Ir; (Ir of 8 − Ir of 4) / 4 = instructions per request)
 
+The diff of two callgrind runs moves by a few percent from run to run (the cycle collector runs when the
+allocation count says, over a heap of warm-up bodies): for a change of one or two percent, count Python
+bytecodes instead (``--bytecodes``: ``sys.monitoring`` INSTRUCTION events during the measured requests,
+deterministic, with the functions that execute most of them; it does not see C work such as a SQLite query or
+a hash, nor what one bytecode costs), beside thread CPU:
+
+    uv run python bench/engine_cost.py --bytecodes 20 --measure 10 hist_messages_1m
+
 Instructions do not see everything: a search that mispredicts its branches (CPython's two-way substring
 search) costs several times its instruction count in time; thread CPU is the other yardstick.
 
@@ -29,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,8 @@ for p in (str(ROOT / "addon"), str(ROOT), str(BENCH)):
 
 import workloads  # noqa: E402
 
+TOOL = 5  # a sys.monitoring tool id of its own (0-2 and 5 are the debugger's, coverage's, profiler's, optimizer's)
+
 
 def engine(tmp: Path):
     sys.path.insert(0, str(BENCH))
@@ -49,7 +60,8 @@ def engine(tmp: Path):
 
 
 def measure(key: str, count: int | None, profile: cProfile.Profile | None = None, bare: bool = False,
-            factory: Any = None, build: int | None = None) -> dict[str, float]:
+            factory: Any = None, build: int | None = None, bytecodes: Counter[Any] | None = None
+            ) -> dict[str, float]:
     """Thread CPU of ``engine.process`` per measured request of workload ``key`` (``factory``: how to build
     the engine, default bench/run.py's ``_engine``; ``build``: how many of the measured bodies to build before
     measuring, at least the measured count)."""
@@ -74,9 +86,13 @@ def measure(key: str, count: int | None, profile: cProfile.Profile | None = None
             body = bodies[i]
             if profile is not None:
                 profile.enable()
+            if bytecodes is not None:
+                sys.monitoring.set_events(TOOL, sys.monitoring.events.INSTRUCTION)
             t0 = time.thread_time()
             statuses.add(one(body))
             t1 = time.thread_time()
+            if bytecodes is not None:
+                sys.monitoring.set_events(TOOL, 0)
             if profile is not None:
                 profile.disable()
             cpu.append(t1 - t0)
@@ -92,13 +108,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--measure", type=int, default=None, help="measured requests (default: the workload's own)")
     ap.add_argument("--cprofile", type=Path, default=None, help="write a cProfile of the measured requests here")
     ap.add_argument("--bare", action="store_true", help="orjson.loads instead of engine.process (for scale)")
+    ap.add_argument("--bytecodes", type=int, default=None, metavar="TOP",
+                    help="count Python bytecodes of the measured requests; show the TOP functions")
     ap.add_argument("--build", type=int, default=None, help="bodies built before measuring (callgrind: see above)")
     args = ap.parse_args(argv)
     profile = cProfile.Profile() if args.cprofile else None
     for key in args.cells:
-        got = measure(key, args.measure, profile, args.bare, build=args.build)
+        counts: Counter[Any] | None = None
+        if args.bytecodes is not None:
+            counts = Counter()
+            sys.monitoring.use_tool_id(TOOL, "engine_cost")
+            sys.monitoring.register_callback(TOOL, sys.monitoring.events.INSTRUCTION,
+                                             lambda code, _offset, c=counts: c.update((code,)))
+        got = measure(key, args.measure, profile, args.bare, build=args.build, bytecodes=counts)
         print(f"{key}: n={got['n']} thread CPU p50 {got['p50_ms']:.3f} ms, mean {got['mean_ms']:.3f} ms, "
               f"max {got['max_ms']:.3f} ms", flush=True)
+        if counts is not None:
+            sys.monitoring.free_tool_id(TOOL)
+            n = got["n"]
+            print(f"  Python bytecodes per request: {sum(counts.values()) / n:,.0f} (thread CPU above is inflated "
+                  "by the counting)")
+            for code, c in counts.most_common(args.bytecodes):
+                print(f"  {c / n:9,.0f}  {code.co_qualname} ({Path(code.co_filename).name}:{code.co_firstlineno})")
     if profile is not None:
         profile.dump_stats(args.cprofile)
         print(f"cProfile written to {args.cprofile}")
