@@ -15,8 +15,14 @@ built before the first is measured: the same bodies built in both runs), and tak
     (the "summary:" line of each output file is its total Ir; (Ir of 8 − Ir of 4) / 4 = instructions per request)
 
 The diff of two callgrind runs moves by a few percent from run to run (the cycle collector runs when the
-allocation count says, over a heap of warm-up bodies): for a change of one or two percent, count Python
-bytecodes instead (``--bytecodes``: ``sys.monitoring`` INSTRUCTION events during the measured requests,
+allocation count says, over a heap of warm-up bodies). Steadier (two runs of one tree within 0.02%): one run
+under callgrind with ``--callgrind``, which reads callgrind's Ir counter (``callgrind_control -e``) before and
+after the measured requests, the collector off between the reads, less what an empty pair of reads costs:
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python \
+        bench/engine_cost.py --callgrind --measure 10 hist_messages_1m
+
+Or count Python bytecodes (``--bytecodes``: ``sys.monitoring`` INSTRUCTION events during the measured requests,
 deterministic, with the functions that execute most of them; it does not see C work such as a SQLite query or
 a hash, nor what one bytecode costs), beside thread CPU:
 
@@ -33,7 +39,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
+import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -60,8 +70,8 @@ def engine(tmp: Path):
 
 
 def measure(key: str, count: int | None, profile: cProfile.Profile | None = None, bare: bool = False,
-            factory: Any = None, build: int | None = None, bytecodes: Counter[Any] | None = None
-            ) -> dict[str, float]:
+            factory: Any = None, build: int | None = None, bytecodes: Counter[Any] | None = None,
+            callgrind: bool = False) -> dict[str, float]:
     """Thread CPU of ``engine.process`` per measured request of workload ``key`` (``factory``: how to build
     the engine, default bench/run.py's ``_engine``; ``build``: how many of the measured bodies to build before
     measuring, at least the measured count)."""
@@ -82,6 +92,10 @@ def measure(key: str, count: int | None, profile: cProfile.Profile | None = None
         bodies = [w.request(i) for i in range(max(n, build or 0))]
         cpu: list[float] = []
         statuses: set[str] = set()
+        if callgrind:
+            gc.disable()
+            empty = -_ir() + _ir()
+            before = _ir()
         for i in range(n):
             body = bodies[i]
             if profile is not None:
@@ -96,10 +110,26 @@ def measure(key: str, count: int | None, profile: cProfile.Profile | None = None
             if profile is not None:
                 profile.disable()
             cpu.append(t1 - t0)
+        if callgrind:
+            spent = _ir() - before - empty
+            gc.enable()
     if statuses != {"untouched"}:
         raise RuntimeError(f"{key}: requests came back {sorted(statuses)}, not untouched")
-    return {"n": n, "p50_ms": statistics.median(cpu) * 1e3, "mean_ms": statistics.fmean(cpu) * 1e3,
-            "max_ms": max(cpu) * 1e3}
+    got = {"n": n, "p50_ms": statistics.median(cpu) * 1e3, "mean_ms": statistics.fmean(cpu) * 1e3,
+           "max_ms": max(cpu) * 1e3}
+    if callgrind:
+        got["ir_per_request"] = spent / n
+    return got
+
+
+def _ir() -> int:
+    """Instructions callgrind has counted in this process so far (all threads)."""
+    out = subprocess.run(["callgrind_control", "-e", "Ir", str(os.getpid())], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    counts = [int(m.replace(",", "")) for m in re.findall(r"^\s*Th\s+\d+\s+([\d,]+)", out, re.M)]
+    if not counts:
+        raise RuntimeError(f"not under callgrind? callgrind_control said: {out.strip()[:200]!r}")
+    return sum(counts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bare", action="store_true", help="orjson.loads instead of engine.process (for scale)")
     ap.add_argument("--bytecodes", type=int, default=None, metavar="TOP",
                     help="count Python bytecodes of the measured requests; show the TOP functions")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="under callgrind: instructions per measured request (callgrind_control, see above)")
     ap.add_argument("--build", type=int, default=None, help="bodies built before measuring (callgrind: see above)")
     args = ap.parse_args(argv)
     profile = cProfile.Profile() if args.cprofile else None
@@ -120,9 +152,12 @@ def main(argv: list[str] | None = None) -> int:
             sys.monitoring.use_tool_id(TOOL, "engine_cost")
             sys.monitoring.register_callback(TOOL, sys.monitoring.events.INSTRUCTION,
                                              lambda code, _offset, c=counts: c.update((code,)))
-        got = measure(key, args.measure, profile, args.bare, build=args.build, bytecodes=counts)
+        got = measure(key, args.measure, profile, args.bare, build=args.build, bytecodes=counts,
+                      callgrind=args.callgrind)
         print(f"{key}: n={got['n']} thread CPU p50 {got['p50_ms']:.3f} ms, mean {got['mean_ms']:.3f} ms, "
               f"max {got['max_ms']:.3f} ms", flush=True)
+        if args.callgrind:
+            print(f"  instructions per request (callgrind): {got['ir_per_request']:,.0f}", flush=True)
         if counts is not None:
             sys.monitoring.free_tool_id(TOOL)
             n = got["n"]
