@@ -900,18 +900,25 @@ def _loop(port: int, req: Req, stop: threading.Event, sink: list[float], errors:
 
 
 def _engine(tmp: Path) -> tuple[Callable[[Any], Any], Callable[[str, str, bytes], Any]]:
-    """``engine.process`` with the Settings the addon builds from its default options (a tmp SQLite memory,
-    the media window of restore-tool-media), and a Request factory with a fresh flow id per call."""
+    """``engine.process`` with the Settings the addon builds from its default options, as ``LLMFix.configure``
+    builds them (a tmp SQLite memory holding the calls, the learned quirks and the reasoning records; the media
+    window of restore-tool-media), and a Request factory with a fresh flow id per call."""
     from llmfix import engine, options
     from llmfix.dialects.registry import named
+    from llmfix.memory import backend
     from llmfix.memory.media_window import MediaWindow
     from llmfix.memory.recall import Recall
-    from llmfix.memory.sqlite import SqliteStore
+    from llmfix.retry.learned import LearnedQuirks
 
     opts = SimpleNamespace(**{name: default for name, _t, default, _h in options.OPTIONS}, confdir=str(tmp))
-    window = MediaWindow(0.0)
-    recall = Recall(SqliteStore(tmp / "engine-memory.sqlite3"))
-    settings = options.with_state(options.parse_settings(opts), recall, window)
+    max_age = options.parse_duration(opts.llmfix_memory_max_age, "llmfix_memory_max_age")
+    memory = backend.open_memory(options.memory_path(opts), max_age_s=int(max_age),
+                                 max_entries=opts.llmfix_memory_max_entries,
+                                 timeout_s=options.parse_duration(opts.llmfix_memory_timeout, "llmfix_memory_timeout"))
+    window = MediaWindow(options.parse_duration(opts.llmfix_restore_window, "llmfix_restore_window"))
+    settings = dataclasses.replace(options.with_state(options.parse_settings(opts), Recall(memory.calls), window),
+                                   quirks=LearnedQuirks(memory.quirks, max_age, shared=memory.shared),
+                                   reasoning=memory.reasoning)
 
     def make(dialect: str, host: str, body: bytes, path: str | None = None) -> Any:
         """``path``: what the proxy reads from it too (Gemini's model, its countTokens), as ``engine.request``."""

@@ -239,3 +239,28 @@ TEAM: dict[str, Callable[[], Workload]] = {
     "first_gemini_1m": lambda: gemini_first(),
 }
 """The workloads by cell key (built on demand: the 256-session ones hold 256 histories)."""
+
+
+def appending(dialect: str, size: int, n: int = 60) -> Workload:
+    """The sweep's appending session (``bodies.session``) in-process: request i extends request i − 1 by one
+    tool round trip (Messages: the breakpoint moved to the new last message), all measured requests in one
+    session (no first sight among them); the warm-ups are that session's earlier turns, its first one llmfix's
+    first sight."""
+    session = bodies.Session(dialect, bodies.HISTORIES[dialect][2](size), growth=1e9)
+    name = {"chat": "Chat", "responses": "Responses", "messages": "Messages"}[dialect]
+    label = f"{size // 1024} KB" if size < bodies.MB else f"{size // bodies.MB} MB"
+
+    def request(i: int) -> bytes:  # warm-ups are sent as request(-1), request(-2), …: the session's turns in order
+        return session(i if i >= 0 else -session.EARLIER - 1 - i)
+
+    return Workload(f"hist_{dialect}_{label.split()[0].lower()}", f"{name} {label}, appending session", dialect,
+                    _host(dialect), request, session.EARLIER, n)
+
+
+APPENDING: dict[str, Callable[[], Workload]] = {
+    "hist_messages_1m": lambda: appending("messages", bodies.MB),
+    "hist_responses_1m": lambda: appending("responses", bodies.MB),
+    "hist_responses_200k": lambda: appending("responses", 200 * 1024, 200),
+    "hist_chat_1m": lambda: appending("chat", bodies.MB),
+}
+"""The sweep's appending sessions, for in-process benches only (``bench/engine_cost.py``): not team cells."""

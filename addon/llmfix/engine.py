@@ -23,7 +23,7 @@ from llmfix.dialects.base import Dialect
 from llmfix.memory import observations
 from llmfix.memory.learn import calls_in_request
 from llmfix.memory.recall import Recall
-from llmfix.memory.store import upstream_id
+from llmfix.memory.store import RecallOnce, upstream_id
 from llmfix.profiles import ProfileTable
 from llmfix.repairs import pipeline, settled
 from llmfix.repairs.base import Context
@@ -173,9 +173,11 @@ def _process(req: Request, settings: Settings) -> Outcome:
     if resolved.profile != host_only.profile:  # the model's own profile: other repairs may apply
         todo = pipeline.candidates(req.dialect, resolved.profile, hay, settings.enabled)
     server_state = req.dialect.shape.server_state(conv.body)
+    # each reasoning key read once per request: the certain checks run at every mark (memory/store.RecallOnce)
+    reasoning = None if settings.reasoning is None else RecallOnce(settings.reasoning)
     ctx = Context(req.dialect, resolved.profile, model, resolved.modalities, settings.memory,
                   window=settings.window, flow_id=req.flow_id, server_state=server_state,
-                  reasoning=settings.reasoning, upstream=upstream_id(req.host, req.port, str(req.dialect)),
+                  reasoning=reasoning, upstream=upstream_id(req.host, req.port, str(req.dialect)),
                   counts_only=req.counts_only)
     # a body that appends to one which needed nothing continues that body's certain checks from where they
     # stopped (repairs/settled.py); any other starts them from scratch. Only when one is unsure do the repairs run.

@@ -33,7 +33,8 @@ class Ids:
         return None
 
     def plus(self, more: Iterable[str] | Mapping[str, Any]) -> Ids:
-        add = dict(more) if isinstance(more, Mapping) else dict.fromkeys(more)
+        # a dict first: isinstance against the Mapping ABC is a Python-level call, on every turn of every session
+        add = dict(more) if type(more) is dict or isinstance(more, Mapping) else dict.fromkeys(more)
         if not add:
             return self
         chunks = [*self._chunks, add]

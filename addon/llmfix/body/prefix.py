@@ -127,9 +127,16 @@ def weight(tail: bytes, count: int, verdicts: dict[int, Any]) -> int:
     items' share of the checks' id sets, and the media its observation records hold whole — each string once:
     the records of an entry's verdicts continue each other and share their media."""
     media: dict[int, int] = {}
+    walked: set[int] = set()  # the records' media tuples and pieces already counted (shared, not copied)
     for v in verdicts.values():
-        observed = getattr(v, "observed", None)
-        for r in getattr(observed, "media", ()):
+        held = getattr(getattr(v, "observed", None), "media", ())
+        if id(held) in walked:
+            continue
+        walked.add(id(held))
+        for r in held:
+            if id(r.pieces) in walked:
+                continue
+            walked.add(id(r.pieces))
             for p in r.pieces:
                 if p.url:
                     media[id(p.url)] = len(p.url)

@@ -163,3 +163,40 @@ class QuirkStore(Protocol):
     def forget(self, host: str | None = None) -> int:
         """Forget the quirks of ``host`` (every host when None); how many were forgotten."""
         ...
+
+
+class RecallOnce:
+    """A reasoning memory as one request sees it: each (kind, key) asked of ``base`` once, its answer (found or
+    not) given again to the request's later asks.
+
+    Why: the certain checks of a session's next turn run at each of the body's marks (``engine._settle``), and
+    each asks the same marker keys (an upstream's last rejection, ``repairs/drop_foreign_thinking.py``,
+    ``drop_unverifiable_reasoning.py``, ``pair_reasoning_items.py``): a query (SQLite) or a round trip (Redis)
+    per mark and check. The answers are those of the moment the key was first asked, as if the request had read
+    every key then; the next request asks again. Bounded by the keys one request asks; not shared between
+    threads."""
+
+    __slots__ = ("_got", "base")
+
+    def __init__(self, base: ReasoningStore) -> None:
+        self.base = base
+        self._got: dict[str, dict[str, Reasoning | None]] = {}  # kind → key → its record (None: not held)
+
+    def note(self, records: Iterable[Reasoning]) -> int:
+        self._got.clear()  # what is noted is read again
+        return self.base.note(records)
+
+    def recall(self, kind: str, keys: Iterable[str]) -> dict[str, Reasoning]:
+        got = self._got.get(kind)
+        if got is None:
+            got = self._got[kind] = {}
+        keys = list(keys)
+        missing = [k for k in keys if k not in got and isinstance(k, str)]  # no store holds another key
+        if missing:
+            found = self.base.recall(kind, missing)
+            for k in missing:
+                got[k] = found.get(k)
+        return {k: r for k in keys if (r := got.get(k)) is not None}
+
+    def close(self) -> None:
+        """Nothing of its own: ``base`` is the addon's."""
