@@ -309,6 +309,9 @@ class Signatures(Protocol):
     """The profile flag that says an upstream wants them back."""
     NEEDLES: tuple[bytes, ...]
     """Bytes a body holds when it has tool calls that may need one."""
+    PRESENT: tuple[bytes, ...]
+    """Bytes a body holds when a call in it carries one (an upstream that does not want them back may still have
+    refused one)."""
     KIND: str
     """The :class:`~llmfix.memory.store.Reasoning` kind of a signature issued with a call."""
     REFUSED: str

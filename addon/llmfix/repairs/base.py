@@ -71,7 +71,11 @@ class Repair:
     apply: Apply
     needles: Needles = field(default_factory=dict)
     wanted: Callable[[Profile, Dialect], bool] = lambda _profile, _dialect: True
-    """Cheap check on the profile alone: False means this repair cannot change anything for it."""
+    """Cheap check on the profile alone: False means this repair cannot change anything for it, unless the body holds
+    one of :attr:`unwanted_needles`."""
+    unwanted_needles: Callable[[Dialect], tuple[bytes, ...] | None] | None = None
+    """For a profile ``wanted`` declines: bytes a body must hold for the repair to change it all the same (None: it
+    cannot)."""
     extend: Extend | None = None
     """The repair's certain no-change check, continued turn after turn (None: the repair always runs)."""
     doc: str = ""
@@ -96,6 +100,10 @@ class Repair:
     def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable | None) -> bool:
         """Whether it may change a body of ``dialect`` for ``profile``; ``body`` None: whatever the bytes hold."""
         needles = self.needles_for(dialect)
-        if needles is None or not self.wanted(profile, dialect):
+        if needles is None:
             return False
+        if not self.wanted(profile, dialect):
+            needles = self.unwanted_needles(dialect) if self.unwanted_needles is not None else None
+            if not needles:
+                return False
         return not needles or body is None or any(n in body for n in needles)

@@ -180,5 +180,12 @@ def _extend(state: _Seen | None, items: list[Any], start: int, ctx: Context) -> 
     return _Seen(True, marker, tuple(open_))
 
 
+def _wanted(profile: Any, dialect: Any) -> bool:
+    """An upstream that wants signatures back may need one on any call; one that does not can only have refused a
+    signature the body carries (``unwanted_needles``)."""
+    return bool(getattr(profile, dialect.signatures.FLAG)) if dialect.signatures is not None else False
+
+
 REPAIR = Repair(NAME, _apply, needles=lambda d: d.signatures.NEEDLES if d.signatures is not None else None,
+                wanted=_wanted, unwanted_needles=lambda d: d.signatures.PRESENT if d.signatures is not None else None,
                 extend=_extend)

@@ -245,3 +245,22 @@ def test_qwen_code_s_captured_turn2_gets_its_signature_and_its_tools_fitted() ->
     assert got["messages"][:2] == turn2["messages"][:2] and got["messages"][3:] == turn2["messages"][3:]
     assert [t["function"]["name"] for t in got["tools"]] == [t["function"]["name"] for t in turn2["tools"]]
     assert check(got, ledger) is None
+
+
+def test_it_is_chosen_for_an_upstream_without_the_flag_only_when_a_call_carries_a_signature() -> None:
+    """On an upstream that never asked for signatures (OpenAI, an unknown host) the repair can only take out a
+    signature that upstream refused, so a body without any is not even looked at (a 1 MB first sight walked every
+    item for one); with one, or at the door, it is."""
+    repair = restore_tool_call_signatures.REPAIR
+    door = ProfileTable().resolve(HOST, 443, MODEL, CHAT).profile
+    openai = ProfileTable().resolve("api.openai.com", 443, "gpt-5", CHAT).profile
+    assert door.chat_thought_signatures and not openai.chat_thought_signatures
+    plain = json.dumps({"model": "m", "messages": [{"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}]}).encode()
+    signed = plain.replace(b'"type": "function",', b'"type": "function", "extra_content": {"google": '
+                           b'{"thought_signature": "c2ln"}},', 1)
+    assert signed != plain
+    assert not repair.might_apply(CHAT, openai, plain)
+    assert repair.might_apply(CHAT, openai, signed)
+    assert repair.might_apply(CHAT, door, plain)
+    assert repair.might_apply(CHAT, openai, None)  # whatever the bytes hold: the queue after a repair that added media

@@ -26,11 +26,13 @@ from llmfix.dialects.chat.learn_signatures import (
 )
 from llmfix.wire.base import evolve, without
 
-__all__ = ["FLAG", "KIND", "NEEDLES", "REFUSED", "calls", "key", "location", "marker", "refused_key", "signature",
-           "turn", "with_calls", "with_signature"]
+__all__ = ["FLAG", "KIND", "NEEDLES", "PRESENT", "REFUSED", "calls", "key", "location", "marker", "refused_key",
+           "signature", "turn", "with_calls", "with_signature"]
 
 FLAG = "chat_thought_signatures"
 NEEDLES = (b"tool_calls",)
+PRESENT = (b"extra_content",)
+"""Every signature of a Chat request lives in a call's ``extra_content``."""
 
 
 def _begins(item: Any) -> bool:
