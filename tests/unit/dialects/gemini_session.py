@@ -24,6 +24,9 @@ COUNT = f"/v1beta/models/{MODEL}:countTokens"
 UP = f"{HOST}:443/gemini"
 """The upstream llmfix's memory keys what the Gemini API issued by."""
 DUMMY = "skip_thought_signature_validator"
+CODE_ASSIST = "cloudcode-pa.googleapis.com"
+CA_STREAM = "/v1internal:streamGenerateContent?alt=sse"
+"""Code Assist (Gemini CLI with a Google login): its host and streaming method."""
 
 
 def capture(name: str) -> dict[str, Any]:

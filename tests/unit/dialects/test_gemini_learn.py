@@ -15,6 +15,8 @@ import pytest
 
 from llmfix.memory.store import ToolCall
 from tests.unit.dialects.gemini_session import (
+    CA_STREAM,
+    CODE_ASSIST,
     DUMMY,
     capture,
     hear_json,
@@ -29,7 +31,6 @@ from tests.unit.dialects.gemini_session import (
     without_signatures,
 )
 
-CODE_ASSIST = "cloudcode-pa.googleapis.com"
 CA_UP = f"{CODE_ASSIST}:443/gemini"
 FINAL = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}],
          "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}
@@ -67,7 +68,7 @@ def request_after(how: str, memory: Any) -> dict[str, Any]:
     body = without_signatures(capture("turn2"), 1)
     if how.startswith("code assist"):
         envelope = {"model": "gemini-3.1-pro-preview", "project": "p-1", "request": body}
-        return sent(run(envelope, host=CODE_ASSIST, path="/v1internal:streamGenerateContent?alt=sse", store=memory),
+        return sent(run(envelope, host=CODE_ASSIST, path=CA_STREAM, store=memory),
                     envelope)["request"]
     return sent(run(body, store=memory), body)
 

@@ -92,6 +92,21 @@ def settings(memory: Any) -> engine.Settings:
     return engine.Settings(quirks=LearnedQuirks(None, 3600), reasoning=memory)
 
 
+async def resent_after(path: str, body: dict[str, Any], memory: Any, refuse: Any, backend: Any,
+                       useful: tuple[tuple[str, bool], ...]) -> dict[str, Any]:
+    """``body`` to the gateway: untouched up front (nothing learned yet); the mock's rejection (``refuse()``, in
+    ``backend``'s envelope) is read, teaches ``useful`` and gives the resend, returned parsed."""
+    req = engine.request(GEMINI, GATEWAY, 443, path, raw(body), None, None)
+    assert (await decide.in_a_thread(req, settings(memory))).status == "untouched"
+    rejection = refuse()
+    assert rejection is not None
+    found = rejections.match("gemini", 400, json.dumps(rejection.body(backend)).encode())
+    assert found is not None
+    d = await decide.decide(found, 400, req, raw(body), settings(memory))
+    assert d.useful == list(useful) and d.outcome is not None and d.outcome.body is not None
+    return json.loads(d.outcome.body)
+
+
 async def test_a_gateway_learns_that_calls_need_signatures_and_resends_with_the_one_heard() -> None:
     """A gateway in front of Gemini, with a model alias that does not say Gemini 3: nothing up front; its
     missing-signature 400 teaches the flag, and the resend carries the signature its answer streamed."""
@@ -99,17 +114,10 @@ async def test_a_gateway_learns_that_calls_need_signatures_and_resends_with_the_
     memory = SqliteReasoningStore(":memory:")
     hear_sse(memory, sse([response([p]) for p in issued()]), f"{GATEWAY}:443/gemini")
     body = without_signatures(capture("turn2"), 1)
-    req = engine.request(GEMINI, GATEWAY, 443, path, raw(body), None, None)
-    assert (await decide.in_a_thread(req, settings(memory))).status == "untouched"
     book = SignatureLedger()
     book.trust(*(p["thoughtSignature"] for p in issued()))
-    rejection = book.check(body["contents"], backend="gemini", model="gemini-3.1-pro-preview")
-    assert rejection is not None
-    found = rejections.match("gemini", 400, json.dumps(rejection.body("gemini")).encode())
-    assert found is not None
-    d = await decide.decide(found, 400, req, raw(body), settings(memory))
-    assert d.useful == list(SIGNATURES) and d.outcome is not None and d.outcome.body is not None
-    resent = json.loads(d.outcome.body)
+    resent = await resent_after(path, body, memory, lambda: book.check(
+        body["contents"], backend="gemini", model="gemini-3.1-pro-preview"), "gemini", SIGNATURES)
     assert resent["contents"][1]["parts"][0]["thoughtSignature"] == issued()[0]["thoughtSignature"]
     assert book.check(resent["contents"], backend="gemini", model="gemini-3.1-pro-preview") is None
     taken(resent)
@@ -119,16 +127,8 @@ async def test_a_code_assist_gateway_learns_the_schema_rule_from_a_request_prefi
     inner = {"contents": [{"role": "user", "parts": [{"text": "search"}]}],
              "tools": [{"functionDeclarations": [{"name": "search", "description": "MCP", "parameters": MCP}]}]}
     envelope = {"model": "gemini-2.5-pro", "project": "p-1", "request": inner}
-    req = engine.request(GEMINI, GATEWAY, 443, "/v1internal:generateContent", raw(envelope), None, None)
-    memory = SqliteReasoningStore(":memory:")
-    assert (await decide.in_a_thread(req, settings(memory))).status == "untouched"  # no profile yet
-    rejection = check_tools(inner, prefix="request.", vertex=True)
-    assert rejection is not None
-    found = rejections.match("gemini", 400, json.dumps(rejection.body("code-assist")).encode())
-    assert found is not None
-    d = await decide.decide(found, 400, req, raw(envelope), settings(memory))
-    assert d.useful == list(SCHEMAS) and d.outcome is not None and d.outcome.body is not None
-    resent = json.loads(d.outcome.body)
+    resent = await resent_after("/v1internal:generateContent", envelope, SqliteReasoningStore(":memory:"),
+                                lambda: check_tools(inner, prefix="request.", vertex=True), "code-assist", SCHEMAS)
     assert {k: v for k, v in resent.items() if k != "request"} == {"model": "gemini-2.5-pro", "project": "p-1"}
     assert resent["request"]["tools"][0]["functionDeclarations"][0] == {"name": "search", "description": "MCP",
                                                                         "parametersJsonSchema": MCP}

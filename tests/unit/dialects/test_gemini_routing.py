@@ -11,7 +11,16 @@ import pytest
 
 from llmfix import engine, route
 from llmfix.dialects.registry import CHAT, GEMINI
-from tests.unit.dialects.gemini_session import DUMMY, capture, run, sent, taken, without_signatures
+from tests.unit.dialects.gemini_session import (
+    CA_STREAM,
+    CODE_ASSIST,
+    DUMMY,
+    capture,
+    run,
+    sent,
+    taken,
+    without_signatures,
+)
 
 M = "gemini-3-pro-preview"
 VERTEX = f"/v1/projects/my-project/locations/us-central1/publishers/google/models/{M}"
@@ -65,7 +74,7 @@ def test_code_assist_s_envelope_names_the_model_and_is_repaired_inside(model: st
     inner = without_signatures(capture("turn2"), 1)
     envelope = {"model": model, "project": "my-project-123", "user_prompt_id": "p-1", "request": inner}
     data = json.dumps(envelope, separators=(",", ":")).encode()
-    outcome = run(data, host="cloudcode-pa.googleapis.com", path="/v1internal:streamGenerateContent?alt=sse")
+    outcome = run(data, host=CODE_ASSIST, path=CA_STREAM)
     assert (outcome.status == "repaired") is repaired
     if repaired:
         assert outcome.body is not None

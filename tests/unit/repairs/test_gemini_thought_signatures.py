@@ -17,6 +17,8 @@ from llmfix.dialects.registry import GEMINI
 from llmfix.retry import decide, rejections
 from llmfix.retry.learned import LearnedQuirks
 from tests.unit.dialects.gemini_session import (
+    CA_STREAM,
+    CODE_ASSIST,
     COUNT,
     DUMMY,
     HOST,
@@ -39,8 +41,6 @@ from tests.upstreams.gemini_errors import CORRUPTED
 from tests.upstreams.gemini_signatures import SignatureLedger
 
 NAME = "restore-thought-signatures"
-CODE_ASSIST = "cloudcode-pa.googleapis.com"
-CA_PATH = "/v1internal:streamGenerateContent?alt=sse"
 
 
 def signature(part: dict[str, Any]) -> str | None:
@@ -101,7 +101,7 @@ def test_inside_code_assist_s_envelope_the_wrapper_is_kept_byte_for_byte() -> No
     inner = without_signatures(capture("turn2"), 1)
     envelope = {"model": MODEL, "project": "my-project-123", "request": inner, "user_prompt_id": "abc-1"}
     data = json.dumps(envelope, separators=(",", ":")).encode()
-    outcome = run(data, host=CODE_ASSIST, path=CA_PATH, store=memory)
+    outcome = run(data, host=CODE_ASSIST, path=CA_STREAM, store=memory)
     assert outcome.repairs == [NAME] and outcome.body is not None
     head, tail = data[:data.index(b'"request"')], data[data.rindex(b',"user_prompt_id"'):]
     assert outcome.body.startswith(head) and outcome.body.endswith(tail)

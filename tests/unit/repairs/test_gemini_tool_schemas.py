@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from llmfix.repairs.openapi_schema import fit
-from tests.unit.dialects.gemini_session import COUNT, GENERATE, STREAM, capture, run, sent, taken
+from tests.unit.dialects.gemini_session import (
+    CA_STREAM,
+    CODE_ASSIST,
+    COUNT,
+    GENERATE,
+    STREAM,
+    capture,
+    run,
+    sent,
+    taken,
+)
 from tests.upstreams.gemini_schema import check_declarations
 
 NAME = "fit-tool-schemas"
@@ -65,7 +75,7 @@ def test_the_mcp_schema_is_refused_and_moved_to_parameters_json_schema_whole() -
 def test_inside_code_assist_s_envelope_the_wrapper_stays() -> None:
     inner = body_with(decl("mcp_search", MCP))
     body = {"model": "gemini-3-pro-preview", "project": "my-project-123", "user_prompt_id": "abc", "request": inner}
-    outcome = run(body, host="cloudcode-pa.googleapis.com", path="/v1internal:streamGenerateContent?alt=sse")
+    outcome = run(body, host=CODE_ASSIST, path=CA_STREAM)
     out = sent(outcome, body)
     assert outcome.repairs == [NAME]
     assert {k: v for k, v in out.items() if k != "request"} == {k: v for k, v in body.items() if k != "request"}
