@@ -65,7 +65,7 @@ def error_of(data: bytes) -> dict[str, Any] | None:
 def is_error_event(data: bytes) -> bool:
     """Is this event's JSON an error object (:func:`error_of`)? A cheap look at the head first: only a candidate is
     parsed."""
-    if data[:ERROR_HEAD].lstrip()[:1] not in (b"{", b"[") or b'"error"' not in data[:ERROR_HEAD]:
+    if data.find(b'"error"', 0, ERROR_HEAD) == -1 or data[:ERROR_HEAD].lstrip()[:1] not in (b"{", b"["):
         return False
     return error_of(data) is not None
 

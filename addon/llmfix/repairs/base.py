@@ -93,9 +93,8 @@ class Repair:
     def needles_for(self, dialect: Dialect) -> tuple[bytes, ...] | None:
         """The needles of ``dialect``'s bodies; None when this repair does not serve it."""
         n = self.needles
-        if type(n) is dict:  # what __post_init__ made of any Mapping: no ABC instance check (a Python-level call)
-            return n.get(dialect)
-        return n.get(dialect) if isinstance(n, Mapping) else n(dialect)
+        # __post_init__ made any Mapping a dict: no ABC instance check (a Python-level call) on every request
+        return n.get(dialect) if type(n) is dict else n(dialect)
 
     def might_apply(self, dialect: Dialect, profile: Profile, body: Searchable | None) -> bool:
         """Whether it may change a body of ``dialect`` for ``profile``; ``body`` None: whatever the bytes hold."""

@@ -73,11 +73,12 @@ def _refused(ctx: Context, sig: Signatures, signatures: list[str]) -> tuple[set[
     if store is None:
         return set(), None
     mark = sig.marker(upstream)
-    keys = {sig.refused_key(upstream, s): s for s in signatures}
-    found = store.recall(sig.REFUSED, [mark, *keys])
-    if mark not in found:
+    known = store.recall(sig.REFUSED, [mark]).get(mark)
+    if known is None:  # the common case: never refused one, so no signature is hashed into a key
         return set(), None
-    return {keys[k] for k in found if k in keys}, found[mark].value
+    keys = {sig.refused_key(upstream, s): s for s in signatures}
+    found = store.recall(sig.REFUSED, list(keys)) if keys else {}
+    return {keys[k] for k in found if k in keys}, known.value
 
 
 def _given(ctx: Context, call_id: str, first: bool, had: str | None, value: str | None,

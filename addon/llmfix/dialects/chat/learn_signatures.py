@@ -41,6 +41,8 @@ REFUSED = "chat.refused_signature"
 NAMESPACES = ("google", "vertex")
 """Where in ``extra_content`` a signature may be (the door's own, then a Vertex-backed gateway's)."""
 FIELD = "thought_signature"
+NEEDLE = FIELD.encode()
+"""What an event holding a signature holds (made once: `wants` asks it of every event of every Chat stream)."""
 
 
 def signature_in(extra: Any) -> str | None:
@@ -106,7 +108,7 @@ class SignatureAssembler(ChoiceCalls):
         self._on_message: dict[Any, str] = {}  # choice → a signature on the delta itself
 
     def wants(self, event: bytes) -> bool:
-        return FIELD.encode() in event or (bool(self._signed or self._on_message) and b"finish_reason" in event)
+        return NEEDLE in event or (bool(self._signed or self._on_message) and b"finish_reason" in event)
 
     def on_event(self, data: Any, out: Out) -> None:
         for ci, delta, ended in streamed_choices(data):
