@@ -132,12 +132,12 @@ def _apply(items: list[Any], ctx: Context) -> tuple[list[Any], list[Change]]:
 
 
 def _extend(state: Any, items: list[Any], start: int, ctx: Context) -> Any:
-    """Certain when nothing changes in the new items, judged with the user contents before them that answer the same
-    call turn, and that call turn (a copy may repeat a response the prefix holds)."""
-    begin = start
-    while begin > 0 and _user(items[begin - 1], ctx):
-        begin -= 1
-    _out, changes = _apply(items[max(0, begin - 1) :], ctx)
+    """Certain when nothing changes in the new items and they do not begin inside a group of user contents: a copy
+    there may repeat a response of the prefix, which a check may not read (on a session's next turn the prefix's
+    items are not parsed), so that case is left to the repair."""
+    if 0 < start < len(items) and _user(items[start], ctx):
+        return None
+    _out, changes = _apply(items[start:], ctx)
     return None if changes else ()
 
 

@@ -8,7 +8,12 @@ import json
 from typing import Any
 
 from llmfix import engine
+from llmfix.body.conversation import loads, parse
 from llmfix.dialects.registry import GEMINI
+from llmfix.profiles import ProfileTable
+from llmfix.repairs import drop_repeated_responses
+from llmfix.repairs.base import Context
+from llmfix.repairs.settled import KNOWN
 from tests.upstreams import gemini_rules
 
 HOST = "generativelanguage.googleapis.com"
@@ -199,3 +204,25 @@ def test_an_empty_text_between_a_response_and_its_image_does_not_hide_its_copy()
     assert got["contents"] == [*body["contents"][:2],
                                {"role": "user", "parts": [response("a.txt"), image(), response("b.txt")]}]
     assert gemini_rules.check(got) is None
+
+
+def test_the_certain_check_is_not_sure_of_new_items_that_begin_inside_a_group_of_responses() -> None:
+    """The session above settled at the end of its first response content, then sent that response again in a
+    content of its own. On the next turn the prefix is not parsed (each earlier item is KNOWN), so the copy cannot
+    be told from there: drop-repeated-responses' check must say it is not sure — the whole repair drops the copy."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read a.txt"}]},
+        {"role": "model", "parts": [{**call("a.txt"), "thoughtSignature": "skip_thought_signature_validator"}]},
+        {"role": "user", "parts": [response("a.txt")]},
+        {"role": "user", "parts": [response("a.txt")]}]}
+    conv = parse(GEMINI, loads(json.dumps(body).encode()))
+    assert conv is not None
+    model = "gemini-3.1-pro-preview"
+    profile = ProfileTable().resolve("generativelanguage.googleapis.com", 443, model, GEMINI).profile
+    ctx = Context(GEMINI, profile, model, None)
+    repair = drop_repeated_responses.REPAIR
+    assert repair.apply(conv.items, ctx)[1]  # the whole repair drops the copy
+    assert repair.extend is not None
+    assert repair.extend(None, conv.items[:3], 0, ctx) == ()  # the settled prefix: nothing to drop in it
+    next_turn = [KNOWN, KNOWN, KNOWN, conv.items[3]]
+    assert repair.extend((), next_turn, 3, ctx) is None
