@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from llmfix.hosts import BUILTIN_HOSTS
+
 NO_PROXY_VARS = ("NO_PROXY", "no_proxy")
 _SEPARATORS = re.compile(r"[,\s]+")
 _PORT = re.compile(r":\d+$")
@@ -53,9 +55,7 @@ def bypassed(value: str, hosts: Iterable[str]) -> list[str]:
 
 
 def known_hosts() -> list[str]:
-    """The hosts llmfix has a built-in profile for (imported only when asked: the launcher starts faster without)."""
-    from llmfix.upstreams import BUILTIN_HOSTS
-
+    """The hosts llmfix has a built-in profile for."""
     return [pattern for pattern, _ in BUILTIN_HOSTS]
 
 

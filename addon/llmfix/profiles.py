@@ -38,8 +38,9 @@ from pydantic import ValidationError
 from llmfix import catalogue
 from llmfix.dialects.base import Dialect
 from llmfix.dialects.registry import NAMES
+from llmfix.hosts import BUILTIN_HOSTS
 from llmfix.profile import FLAGS, IMAGE_FORMATS, SETTINGS, TEXT_ONLY, Learned, Profile
-from llmfix.upstreams import BUILTIN, BUILTIN_HOSTS, VARIANTS, VENDOR_IMAGES
+from llmfix.upstreams import BUILTIN, VARIANTS, VENDOR_IMAGES
 
 __all__ = ["BUILTIN", "BUILTIN_HOSTS", "FLAGS", "IMAGE_FORMATS", "SETTINGS", "TEXT_ONLY", "VARIANTS", "VENDOR_IMAGES",
            "Learned", "Profile", "ProfileTable", "Resolved", "builtin", "load_table", "parse_table"]

@@ -1,6 +1,6 @@
-"""The upstreams llmfix knows: their built-in profiles (a vendor's per dialect, where its APIs differ) and the hosts
-that have them. An unknown host gets ``spec``, the strict reading of the public specs. The texts and public sources
-behind each value are in docs/evidence.md.
+"""The upstreams llmfix knows: their built-in profiles (a vendor's per dialect, where its APIs differ); the hosts that
+have them are in ``llmfix.hosts``. An unknown host gets ``spec``, the strict reading of the public specs. The texts
+and public sources behind each value are in docs/evidence.md.
 """
 
 from __future__ import annotations
@@ -122,29 +122,3 @@ VARIANTS: dict[str, dict[str, str]] = {
 """A vendor's profile per dialect: the upstream is host AND dialect. A ``base`` in the profiles file picks
 the variant too, so ``base = "deepseek"`` on a gateway gives ``deepseek-anthropic`` to its Messages requests."""
 
-BUILTIN_HOSTS: tuple[tuple[str, str], ...] = (
-    ("api.openai.com", "openai"),
-    ("*.openai.azure.com", "openai"),
-    ("api.x.ai", "xai"),
-    ("api.anthropic.com", "anthropic"),
-    ("api.deepseek.com", "deepseek"),
-    ("openrouter.ai", "openrouter"),
-    ("open.bigmodel.cn", "glm"),
-    ("api.z.ai", "glm"),
-    ("dashscope.aliyuncs.com", "qwen"),
-    ("dashscope-*.aliyuncs.com", "qwen"),
-    ("*.dashscope.aliyuncs.com", "qwen"),
-    ("*.maas.aliyuncs.com", "qwen"),
-    ("api.minimax.io", "minimax"),
-    ("api.minimaxi.com", "minimax"),
-    ("api.moonshot.ai", "moonshot"),
-    ("api.moonshot.cn", "moonshot"),
-    ("api.kimi.com", "moonshot"),
-    ("api.kimi.ai", "moonshot"),
-    ("generativelanguage.googleapis.com", "gemini"),
-    ("aiplatform.googleapis.com", "vertex"),
-    ("*-aiplatform.googleapis.com", "vertex"),
-    ("*.rep.googleapis.com", "vertex"),
-    ("cloudcode-pa.googleapis.com", "code-assist"),
-    ("*-cloudcode-pa.googleapis.com", "code-assist"),
-)
