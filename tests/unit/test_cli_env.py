@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from llmfix.cli_env import bypassed, entries, known_hosts, no_proxy, no_proxy_warning
@@ -65,3 +69,13 @@ def test_the_warning_names_the_bypassed_hosts() -> None:
 def test_a_star_sends_everything_around_llmfix() -> None:
     assert no_proxy_warning({"NO_PROXY": "*"}) == (
         "llmfix: NO_PROXY is *: a client that honours it reaches every host directly, around llmfix")
+
+
+def test_naming_the_known_hosts_loads_no_profile() -> None:
+    """The launcher reads the known hosts before it starts the client: without pydantic or the image package
+    (importing them cost about half a second there)."""
+    code = ("import sys; from llmfix import cli_env; cli_env.no_proxy_warning({'NO_PROXY': 'localhost'}); "
+            "print(sorted(m for m in ('pydantic', 'llmfix.upstreams', 'llmfix.images') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True,
+                         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "addon")})
+    assert out.stdout.strip() == "[]"
