@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 
 from llmfix.dialects.gemini import wire as gw
 from llmfix.report.redact import redact_text
-from llmfix.report.render import TEXT, other, text
+from llmfix.report.render import TEXT, each_message, text
 from llmfix.report.sse_answers import dicts
 from llmfix.wire.base import Wire
 
@@ -37,15 +37,12 @@ def _part_lines(p: Any) -> list[str]:
     return [f"{next(iter(p.__pydantic_extra__ or {}), 'part')} …"]
 
 
+def _content_lines(i: int, m: gw.Content) -> list[str]:
+    return [f"[{i}] {m.role or 'user'}", *(f"    {line}" for p in m.parts or () for line in _part_lines(p))]
+
+
 def lines(items: list[Any]) -> list[str]:
-    out: list[str] = []
-    for i, m in enumerate(items):
-        if not isinstance(m, gw.Content):
-            out.append(other(i, m))
-            continue
-        out.append(f"[{i}] {m.role or 'user'}")
-        out.extend(f"    {line}" for p in m.parts or () for line in _part_lines(p))
-    return out
+    return each_message(items, gw.Content, _content_lines)
 
 
 def answer_lines(obj: dict[str, Any]) -> list[str]:
